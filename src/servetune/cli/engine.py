@@ -1,9 +1,154 @@
-"""CLI commands of this room (see servetune/cli/__init__.py)."""
+"""CLI of the engines room: `tiny-model`, `launch` (serve until Ctrl-C) and `check` (acceptance test).
+
+Engine flags pass through by the engine's own names: anything after the known options (`--max-model-len 4096`,
+`--enforce-eager`, `--ctx-size=8192`) goes to the engine untouched.
+"""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import typer
+
+from servetune.errors import ServetuneError
+
+PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+DEFAULT_TINY_DIR = Path(".servetune-cache/tiny-model")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+
+
+def parse_extra_flags(args: list[str]) -> dict[str, str | bool]:
+    """`--a 1 --b --c=x -tp 2` → {"a": "1", "b": True, "c": "x", "-tp": "2"} (values stay strings)."""
+    flags: dict[str, str | bool] = {}
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if not tok.startswith("-") or _NUMBER.match(tok):
+            raise ServetuneError(f"unexpected argument {tok!r}", "engine flags look like --name value or --name")
+        name = tok[2:] if tok.startswith("--") else tok
+        if "=" in name:
+            name, value = name.split("=", 1)
+            flags[name] = value
+        elif i + 1 < len(args) and (not args[i + 1].startswith("-") or _NUMBER.match(args[i + 1])):
+            flags[name] = args[i + 1]
+            i += 1
+        else:
+            flags[name] = True
+        i += 1
+    return flags
+
+
+def _config(engine: str, model: str | None, served: str | None, tiny: bool, extra: list[str]):  # noqa: ANN202
+    from servetune.engines.config import EngineConfig
+
+    if tiny:
+        from servetune.tiny.build import build_tiny_model
+
+        built = build_tiny_model(DEFAULT_TINY_DIR)
+        model = str(built.gguf_path if engine == "llamacpp" else built.hf_dir)
+        served = served or built.served_name
+    if not model:
+        raise ServetuneError("no model given", "pass --model PATH (or --tiny for servetune's tiny test model)")
+    return EngineConfig(engine=engine, model=model, served_model_name=served,  # type: ignore[arg-type]
+                        flags=parse_extra_flags(extra))
+
+
+def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):  # noqa: ANN001, ANN202
+    from rich.console import Console
+
+    from servetune.engines.launch import launch
+
+    console = Console(stderr=True)
+    console.print(f"[bold]launching[/] {cfg.engine} {cfg.model} (logs in {log_dir})")
+    return launch(cfg, log_dir=log_dir, startup_timeout_s=timeout, host=host, port=port,
+                  on_progress=lambda msg: console.print(f"  [dim]{msg[:160]}[/]", highlight=False))
+
+
+def _print_report(report) -> None:  # noqa: ANN001
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"servetune check: {report.model} at {report.base_url}")
+    for col in ("step", "result", "seconds", "detail"):
+        table.add_column(col, justify="right" if col == "seconds" else "left")
+    for s in report.steps:
+        table.add_row(s.name, "[green]PASS[/]" if s.ok else "[red]FAIL[/]", f"{s.seconds:.3f}", s.detail)
+    console = Console()
+    console.print(table)
+    console.print("[bold green]PASS[/]" if report.ok else "[bold red]FAIL[/]")
 
 
 def register(app: typer.Typer) -> None:
-    """Adds this module's commands to the app."""
+    """Adds `tiny-model`, `launch` and `check`."""
+
+    @app.command("tiny-model")
+    def tiny_model(out_dir: Path = typer.Argument(..., help="Directory to build the tiny model in.")) -> None:
+        """Build servetune's tiny random Llama (HF files for vLLM + GGUF for llama.cpp); cached per directory."""
+        from servetune.tiny.build import build_tiny_model
+
+        m = build_tiny_model(out_dir)
+        typer.echo(f"hf:   {m.hf_dir}\ngguf: {m.gguf_path}\nname: {m.served_name} (vocab {m.vocab_size})")
+
+    @app.command("launch", context_settings=PASSTHROUGH)
+    def launch_cmd(
+        ctx: typer.Context,
+        engine: str = typer.Option("vllm", "--engine", help="vllm, llamacpp, sglang or sim."),
+        model: str = typer.Option(None, "--model", help="Model path or id as the engine takes it."),
+        served_model_name: str = typer.Option(None, "--served-model-name"),
+        tiny: bool = typer.Option(False, "--tiny", help="Serve servetune's tiny random model."),
+        port: int = typer.Option(None, "--port", help="Port (default: a free one)."),
+        host: str = typer.Option("127.0.0.1", "--host"),
+        startup_timeout: float = typer.Option(600.0, "--startup-timeout", help="Seconds to wait for ready."),
+        log_dir: Path = typer.Option(Path("runs/logs"), "--log-dir"),
+    ) -> None:
+        """Start an engine (engine flags follow, by the engine's own names) and keep it up until Ctrl-C."""
+        import time
+
+        cfg = _config(engine, model, served_model_name, tiny, list(ctx.args))
+        engine_ = _launch(cfg, log_dir, startup_timeout, port, host)
+        typer.echo(f"ready in {engine_.startup_s:.1f} s: {engine_.base_url}/v1 serves {engine_.model_name!r}")
+        typer.echo(engine_.facts.model_dump_json(exclude_none=True, indent=2))
+        typer.echo("Ctrl-C to stop")
+        try:
+            while engine_.alive():
+                time.sleep(0.5)
+            death = engine_.classify_death()
+            if death:
+                typer.secho(f"engine died: {death.klass}\n{death.excerpt}\n  fix: {death.hint}", fg="red", err=True)
+                raise typer.Exit(1)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            report = engine_.stop()
+            if report:
+                typer.echo(f"stopped in {report.seconds:.2f} s; processes left: {report.survivors or 'none'}")
+
+    @app.command("check", context_settings=PASSTHROUGH)
+    def check_cmd(
+        ctx: typer.Context,
+        url: str = typer.Option(None, "--url", help="Check a running server (base URL) instead of launching."),
+        engine: str = typer.Option("vllm", "--engine", help="Engine to launch when no --url is given."),
+        model: str = typer.Option(None, "--model", help="Served model name (with --url) or model path."),
+        served_model_name: str = typer.Option(None, "--served-model-name"),
+        tiny: bool = typer.Option(False, "--tiny", help="Launch servetune's tiny random model."),
+        long_context: int = typer.Option(None, "--long-context", help="Prompt tokens of the long request."),
+        api_key: str = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY"),
+        startup_timeout: float = typer.Option(600.0, "--startup-timeout"),
+        log_dir: Path = typer.Option(Path("runs/logs"), "--log-dir"),
+    ) -> None:
+        """Acceptance test: the model is served (with max_model_len), a short chat answers, a long prompt
+        completes. Launches the engine first unless --url is given; exit code 1 when a step fails."""
+        from servetune.engines.check import run_check
+
+        if url:
+            if not model:
+                raise ServetuneError("--url needs --model (the served model name)", "add --model NAME")
+            report = run_check(url, model, long_context_tokens=long_context, api_key=api_key)
+        else:
+            cfg = _config(engine, model, served_model_name, tiny, list(ctx.args))
+            with _launch(cfg, log_dir, startup_timeout, None, "127.0.0.1") as running:
+                report = run_check(running.base_url, running.model_name, long_context_tokens=long_context)
+        _print_report(report)
+        if not report.ok:
+            raise typer.Exit(1)

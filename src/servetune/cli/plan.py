@@ -1,9 +1,81 @@
-"""CLI commands of this room (see servetune/cli/__init__.py)."""
+"""`servetune plan` (one model on one GPU setup, vLLM's flag names) and `servetune demo` (the five seed systems).
+
+Imports of the plan room happen inside the commands so that `servetune --help` stays fast.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+
+from servetune.errors import ServetuneError
+
+
+def _available(text: str | None) -> int | None:
+    """`71.16` / `71.16GiB` (GiB, as vLLM logs it) or a plain byte count (>= 2**20)."""
+    if text is None:
+        return None
+    raw = text.strip().lower().replace(" ", "").removesuffix("gib")
+    try:
+        value = float(raw)
+    except ValueError as err:
+        raise ServetuneError(f"--available-kv {text!r} is not a number", "give GiB as vLLM logs it (71.16) or bytes") from err
+    return int(value) if value >= 2**20 else round(value * 1024**3)
 
 
 def register(app: typer.Typer) -> None:
-    """Adds this module's commands to the app."""
+    """Adds `plan` and `demo`."""
+
+    @app.command(
+        "plan",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def plan(
+        ctx: typer.Context,
+        model: str = typer.Option(..., "--model", help="Model directory or config.json (or a bundled name, e.g. qwen3.6-27b)."),
+        gpu: str = typer.Option("local", "--gpu", help="GPU[xN]: A100-80G-SXMx2, H200, 2xL40S, local, custom:mem=..,bw=..,tflops=.."),
+        vllm_version: str = typer.Option(None, "--vllm-version", help="vLLM release to follow (0.11 to 0.33; latest by default)."),
+        available_kv: str = typer.Option(None, "--available-kv", help="Measured 'Available KV cache memory' (GiB or bytes): skips the overhead model."),
+        as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    ) -> None:
+        """Plan a vLLM deployment: does it fit, how many requests at max_model_len, how fast, which flags.
+
+        Every other option is a `vllm serve` flag by vLLM's own name, e.g. --tensor-parallel-size 2 (-tp 2),
+        --max-model-len 128K, --gpu-memory-utilization 0.9, --kv-cache-dtype fp8, --quantization awq,
+        --max-num-seqs 256, --max-num-batched-tokens 8192, --enable-prefix-caching / --no-enable-prefix-caching,
+        --speculative-config '{"method": "mtp", "num_speculative_tokens": 2}', --language-model-only,
+        --enforce-eager, --block-size, --kv-cache-memory-bytes, --dtype. Flags the planner does not model are
+        carried into the emitted command line.
+        """
+        from servetune.engines.config import EngineConfig
+        from servetune.hardware.catalog import parse_gpu_arg
+        from servetune.plan.api import plan_for
+        from servetune.plan.inputs import parse_vllm_argv
+
+        flags = parse_vllm_argv(list(ctx.args))
+        spec_gpu, count = parse_gpu_arg(gpu)
+        cfg = EngineConfig(model=model, flags=flags)
+        result = plan_for(cfg, spec_gpu, count, vllm_version=vllm_version, available_kv_bytes=_available(available_kv))
+        _emit(result, as_json)
+
+    @app.command("demo")
+    def demo(
+        detail: bool = typer.Option(False, "--detail", help="Print every plan in full."),
+        as_json: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
+    ) -> None:
+        """Plan the five seed systems from the field reports (bundled configs, no download, no GPU)."""
+        from servetune.plan.demo import run_demo
+
+        run_demo(detail=detail, as_json=as_json)
+
+
+def _emit(plan: Any, as_json: bool) -> None:
+    if as_json:
+        typer.echo(plan.model_dump_json(indent=2))
+        return
+    from rich.console import Console
+
+    from servetune.plan.render import render
+
+    render(plan, Console(width=130))

@@ -1,1 +1,1 @@
-"""process room."""
+"""Process-group lifecycle for engines: free ports, per-launch logs, teardown with proof, no orphans."""

@@ -1,0 +1,39 @@
+#!/bin/bash
+# Fidelity campaign on the device: measures the running vLLM server at the simulator's load points.
+#
+#   bash benchmarks/sim_fidelity/device_campaign.sh SETTING [START]
+#
+# SETTING: A = --max-model-len 131072 --language-model-only --additional-config '{"gdn_prefill_backend":"triton"}'
+#          B = A + --max-num-seqs 32 --max-num-batched-tokens 2048
+# START=start: first (re)start vLLM with that setting through /root/bin/vllm_up.sh (name sim_SETTING);
+# otherwise the server from vllm_up.sh must already be up on 127.0.0.1:8000 (served name m).
+# Writes $OUT/SETTING/: campaign.json, <point>.jsonl, <point>.summary.json, <point>.metrics.{before,after}.prom,
+# vllm_startup.log (from /root/logs/sim_SETTING.log or $LOG), env.txt. Takes about 3-4 minutes per setting.
+set -u
+SETTING=${1:?usage: device_campaign.sh SETTING [start]}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+DEST=${OUT:-/tmp/out}/$SETTING
+mkdir -p "$DEST"
+BASE_FLAGS=(--max-model-len 131072 --language-model-only --additional-config '{"gdn_prefill_backend":"triton"}')
+case "$SETTING" in
+  A) FLAGS=("${BASE_FLAGS[@]}") ;;
+  B) FLAGS=("${BASE_FLAGS[@]}" --max-num-seqs 32 --max-num-batched-tokens 2048) ;;
+  *) echo "unknown setting $SETTING (A or B)"; exit 2 ;;
+esac
+printf '%s\n' "${FLAGS[@]}" > "$DEST/flags.txt"
+if [ "${2:-}" = "start" ]; then
+  bash /root/bin/vllm_up.sh "sim_$SETTING" /root/models/qwen3.6-27b "${FLAGS[@]}" || exit 1
+fi
+curl -sf http://127.0.0.1:8000/health >/dev/null || { echo "no vLLM server on 127.0.0.1:8000"; exit 1; }
+LOGFILE=${LOG:-/root/logs/sim_$SETTING.log}
+[ -f "$LOGFILE" ] && cp "$LOGFILE" "$DEST/vllm_startup.log"
+{ nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.max.sm --format=csv 2>/dev/null; python3 --version; } > "$DEST/env.txt"
+export PYTHONPATH=/tmp/site:$ROOT/src
+T0=$(date +%s)
+python3 "$HERE/campaign.py" --setting "$SETTING" --out "$DEST" ${CAMPAIGN_ARGS:-}
+RC=$?
+# The server log after the run too (periodic throughput lines, any errors under load).
+[ -f "$LOGFILE" ] && cp "$LOGFILE" "$DEST/vllm_full.log"
+echo "campaign $SETTING rc=$RC in $(( $(date +%s) - T0 )) s -> $DEST"
+exit $RC

@@ -1,0 +1,228 @@
+"""Fit the simulator on some measured points of real vLLM, score it on the held-out ones.
+
+    .venv/bin/python benchmarks/sim_fidelity/fit_and_score.py --data benchmarks/device/<run>   # real data
+    .venv/bin/python benchmarks/sim_fidelity/fit_and_score.py --standin /tmp/standin           # pipeline test
+
+`--data` is a directory holding one sub-directory per flag setting (A, B) as `device_campaign.sh` writes
+them (campaign.json, flags.txt, <point>.jsonl, vllm_startup.log). The calibration is fitted on the
+points marked `fit` in fidelity_points.py, of setting A only; every other point (other loads, and the
+whole of setting B, whose flags change the scheduler) is held out. Writes into --out (default: this
+folder): the profile JSON, errors.csv (every point, default and calibrated coefficients) and RESULTS.md.
+
+`--standin DIR` first writes a synthetic data set in the same layout from the simulator itself, with
+known "true" coefficients, so the whole pipeline can be checked before device data exists (the fit
+should then recover near-zero errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "src"))
+
+from fidelity_points import FIT_SETTING, POINTS  # noqa: E402
+
+from servetune.plan.roofline import Efficiency  # noqa: E402
+from servetune.sim.calibration import (  # noqa: E402
+    CalibrationProfile,
+    MeasuredRun,
+    fit_coefficients,
+    measured_targets,
+    relative_errors,
+    simulated_targets,
+)
+from servetune.sim.fitting import deployment_for  # noqa: E402
+from servetune.sim.results import measured_run, read_flags  # noqa: E402
+from servetune.sim.steptime import StepCoefficients  # noqa: E402
+from servetune.sim.virtual import RequestSpec, run_virtual  # noqa: E402
+
+MODEL = "qwen3.6-27b"  # the bundled config of Qwen/Qwen3.6-27B: the shapes the device served
+GPU = "H200"
+VLLM_VERSION = "0.24.0"
+SETTING_FLAGS = {
+    "A": ["--max-model-len", "131072", "--language-model-only", "--additional-config",
+          '{"gdn_prefill_backend":"triton"}'],
+    "B": ["--max-model-len", "131072", "--language-model-only", "--additional-config",
+          '{"gdn_prefill_backend":"triton"}', "--max-num-seqs", "32", "--max-num-batched-tokens", "2048"],
+}
+STANDIN_TRUTH = StepCoefficients(
+    efficiency=Efficiency(bandwidth=0.81, mfu_prefill=0.58, mfu_decode=0.22, step_overhead_s=0.0011),
+    per_seq_overhead_s=4e-5, request_overhead_s=0.006,
+)
+METRICS = ("ttft_p50_s", "tpot_p50_s", "output_throughput")
+
+
+def make_standin(dest: Path) -> None:
+    """A synthetic campaign from the simulator with STANDIN_TRUTH coefficients (same files, same layout)."""
+    import random
+
+    for setting, flags in SETTING_FLAGS.items():
+        out = dest / setting
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "flags.txt").write_text("\n".join(flags) + "\n")
+        dep = deployment_for(MODEL, GPU, VLLM_VERSION, flags)
+        (out / "vllm_startup.log").write_text("\n".join(f"INFO {line}" for line in dep.startup_lines()) + "\n")
+        timing = dep.timing.__class__(dep.timing.costs, dep.timing.gpu, STANDIN_TRUTH)
+        for point in POINTS:
+            rng = random.Random(f"0-{point.name}")
+            lengths = point.lengths(rng)
+            sim = run_virtual([RequestSpec(p, o) for p, o in lengths], dep.limits, timing,
+                              concurrency=point.concurrency)
+            with (out / f"{point.name}.jsonl").open("w") as f:
+                for i, t in enumerate(sim.timelines):
+                    ns = [int((c + 1000) * 1e9) for c in t.chunk_times]
+                    f.write(json.dumps({
+                        "point": point.name, "index": i, "warmup": False, "concurrency": point.concurrency,
+                        "prompt_tokens": lengths[i][0], "max_tokens": lengths[i][1],
+                        "sent_ns": int((t.sent + 1000) * 1e9), "chunk_ns": ns, "chunk_tokens": t.chunk_tokens,
+                        "end_ns": ns[-1], "output_tokens": t.output_tokens, "error": None,
+                    }) + "\n")
+        (out / "campaign.json").write_text(json.dumps({"setting": setting, "standin": True}))
+
+
+def setting_dirs(data: Path) -> dict[str, Path]:
+    """Setting label → directory, for every campaign directory under `data`."""
+    found = {}
+    for manifest in sorted(data.rglob("campaign.json")):
+        label = json.loads(manifest.read_text()).get("setting") or manifest.parent.name
+        found[label] = manifest.parent
+    if not found:
+        raise SystemExit(f"no campaign.json under {data}: the device data has not arrived")
+    return found
+
+
+def capacity_rows(label: str, directory: Path, dep) -> list[str]:  # noqa: ANN001 - SimDeployment
+    """Planner (= simulator) capacity against what vLLM logged at startup."""
+    from servetune.engines.vllm import parse_vllm_log
+
+    log = directory / "vllm_startup.log"
+    if not log.exists():
+        return [f"| {label} | (no startup log) | | | |"]
+    facts = parse_vllm_log(log.read_text(errors="replace"))
+    return [
+        f"| {label} | block size | {facts.block_size} | {dep.limits.block_size} |",
+        f"| {label} | available KV cache (GiB) | {facts.available_kv_gib} | {dep.available_kv_gib:.2f} |",
+        f"| {label} | GPU KV cache size (tokens) | {facts.kv_cache_tokens} | {dep.kv_cache_tokens} |",
+        f"| {label} | max concurrency at max_model_len | {facts.max_concurrency} | {dep.max_concurrency:.2f} |",
+        f"| {label} | max_num_batched_tokens | {facts.max_num_batched_tokens} | "
+        f"{dep.limits.max_num_batched_tokens} |",
+    ]
+
+
+def fmt(metric: str, value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    return f"{value * 1000:.1f} ms" if metric.endswith("_s") else f"{value:.1f} tok/s"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path)
+    ap.add_argument("--standin", type=Path, help="write a synthetic data set here first and use it")
+    ap.add_argument("--out", type=Path, default=HERE)
+    ap.add_argument("--iters", type=int, default=120)
+    args = ap.parse_args()
+    if args.standin:
+        make_standin(args.standin)
+        args.data = args.standin
+    if not args.data:
+        ap.error("give --data DIR or --standin DIR")
+    t0 = time.time()
+    dirs = setting_dirs(args.data)
+    fit_names = {p.name for p in POINTS if p.fit}
+    runs: dict[tuple[str, str], MeasuredRun] = {}
+    deps = {}
+    for label, directory in dirs.items():
+        flags = read_flags(directory) or SETTING_FLAGS.get(label, [])
+        deps[label] = deployment_for(MODEL, GPU, VLLM_VERSION, flags)
+        for point in POINTS:
+            path = directory / f"{point.name}.jsonl"
+            if path.exists():
+                runs[(label, point.name)] = measured_run(path, deps[label], name=f"{label}/{point.name}")
+    fit_runs = [r for (label, name), r in runs.items() if label == FIT_SETTING and name in fit_names]
+    if not fit_runs:
+        raise SystemExit(f"no fit points of setting {FIT_SETTING} in {args.data}")
+    coef, fit_errors = fit_coefficients(fit_runs, iters=args.iters)
+    profile = CalibrationProfile(
+        gpu=GPU, model="Qwen3.6-27B (language model only, dummy weights)", engine_version=VLLM_VERSION,
+        coefficients=coef, fitted_on=[r.name for r in fit_runs], fit_errors=fit_errors,
+    )
+    stem = "standin" if args.standin else "h200_qwen36-27b_vllm0.24.0"
+    args.out.mkdir(parents=True, exist_ok=True)
+    profile_path = args.out / f"profile_{stem}.json"
+    profile.save(profile_path)
+
+    default = StepCoefficients()
+    rows = []
+    for (label, name), run in runs.items():
+        real = measured_targets(run).as_dict()
+        sim_d = simulated_targets(run, default).as_dict()
+        sim_c = simulated_targets(run, coef).as_dict()
+        err_d = relative_errors(simulated_targets(run, default), measured_targets(run))
+        err_c = relative_errors(simulated_targets(run, coef), measured_targets(run))
+        role = "fit" if run in fit_runs else "held-out"
+        for m in METRICS:
+            rows.append({"setting": label, "point": name, "role": role, "metric": m, "real": real[m],
+                         "sim_default": sim_d[m], "sim_calibrated": sim_c[m], "err_default": err_d.get(m, math.nan),
+                         "err_calibrated": err_c.get(m, math.nan), "requests": len(run.requests)})
+    with (args.out / f"errors_{stem}.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    write_results(args, rows, profile, profile_path, dirs, deps, stem, time.time() - t0)
+
+
+def write_results(args, rows, profile, profile_path, dirs, deps, stem, elapsed) -> None:  # noqa: ANN001
+    held = [r for r in rows if r["role"] == "held-out" and not math.isnan(r["err_calibrated"])]
+    lines = [
+        f"# Simulator fidelity{' (STAND-IN: synthetic data from the simulator itself)' if args.standin else ''}",
+        "",
+        f"Data: `{args.data}`; model Qwen3.6-27B (dummy weights, language model only) on 1x{GPU}, vLLM {VLLM_VERSION}.",
+        f"Fitted on setting {FIT_SETTING}: {', '.join(profile.fitted_on)}. Everything else is held out.",
+        f"Profile: `{profile_path.name}`; per-point figures: `errors_{stem}.csv`. Script ran in {elapsed:.0f} s.",
+        "Errors are (simulated - measured) / measured of the median TTFT, median TPOT "
+        "((e2e - ttft)/(n - 1)) and output throughput over the point's measured requests.",
+        "",
+        "## Held-out error summary (calibrated)",
+        "",
+        "| metric | points | mean abs error | max abs error | within 10% |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for m in METRICS:
+        errs = [abs(r["err_calibrated"]) for r in held if r["metric"] == m]
+        if errs:
+            lines.append(f"| {m} | {len(errs)} | {sum(errs) / len(errs):.1%} | {max(errs):.1%} | "
+                         f"{sum(e <= 0.10 for e in errs)}/{len(errs)} |")
+    lines += ["", "## Every point", "",
+              "| setting | point | role | metric | measured | sim (defaults) | err | sim (calibrated) | err |",
+              "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(
+            f"| {r['setting']} | {r['point']} | {r['role']} | {r['metric']} | {fmt(r['metric'], r['real'])} | "
+            f"{fmt(r['metric'], r['sim_default'])} | {r['err_default']:+.1%} | "
+            f"{fmt(r['metric'], r['sim_calibrated'])} | {r['err_calibrated']:+.1%} |")
+    eff = profile.coefficients.efficiency
+    lines += ["", "## Calibrated coefficients", "",
+              f"bandwidth {eff.bandwidth:.3f}, mfu_prefill {eff.mfu_prefill:.3f}, mfu_decode {eff.mfu_decode:.3f}, "
+              f"step overhead {eff.step_overhead_s * 1e3:.2f} ms, per-sequence overhead "
+              f"{profile.coefficients.per_seq_overhead_s * 1e6:.1f} us, request overhead "
+              f"{profile.coefficients.request_overhead_s * 1e3:.2f} ms.",
+              "", "## Capacity: vLLM's startup log vs the planner (= the simulator's pool)", "",
+              "| setting | figure | vLLM logged | planner |", "|---|---|---:|---:|"]
+    for label, directory in dirs.items():
+        lines += capacity_rows(label, directory, deps[label])
+    (args.out / ("RESULTS_standin.md" if args.standin else "RESULTS.md")).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[:20]))
+
+
+if __name__ == "__main__":
+    main()

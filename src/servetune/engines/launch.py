@@ -1,0 +1,220 @@
+"""`launch(cfg)` → a ready `RunningEngine`, or `EngineLaunchError` with the failure class and its proof.
+
+Lifecycle: free port → own process group with a per-launch log → poll process, log and HTTP until
+`/health` is 200 and `/v1/models` lists the served name (or the engine dies, or the startup timeout passes)
+→ facts from the log → `stop()` = SIGTERM to the group, SIGKILL after a grace, proof that nothing is left.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+
+from servetune.engines.adapter import EngineAdapter
+from servetune.engines.config import EngineConfig
+from servetune.engines.facts import EngineFacts
+from servetune.engines.failures import EngineLaunchError, FailureInfo, classify_log, tail_excerpt
+from servetune.engines.readiness import probe
+from servetune.engines.registry import adapter_for
+from servetune.process.group import ProcessGroup, TeardownReport
+from servetune.process.logfollow import LogFollower, read_text
+from servetune.process.ports import free_port
+
+POLL_S = 0.02
+"""Readiness poll period: the mean delay from "ready" to "known" is about half of it plus one probe."""
+DEFAULT_GRACE_S = 10.0
+
+
+class RunningEngine:
+    """A ready engine: its URL, served name, startup facts and log; stop() tears it down with proof.
+
+    For an attached server (`attach`), `group` is None: servetune did not start it, so it never stops it.
+    """
+
+    def __init__(self, cfg: EngineConfig, adapter: EngineAdapter | None, group: ProcessGroup | None,
+                 base_url: str, facts: EngineFacts, log_path: Path | None, startup_s: float | None,
+                 ready_log_offset: int = 0) -> None:
+        self.cfg = cfg
+        self.adapter = adapter
+        self.group = group
+        self.base_url = base_url
+        self.model_name = cfg.name
+        self.facts = facts
+        self.log_path = log_path
+        self.startup_s = startup_s
+        self._ready_log_offset = ready_log_offset
+        self.teardown: TeardownReport | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.group.pid if self.group else None
+
+    def alive(self) -> bool:
+        """True while the engine process runs (for an attached server: while /health answers 200)."""
+        if self.group is None:
+            return probe(self.base_url, timeout_s=2.0).health_status == 200
+        return self.group.alive()
+
+    def classify_death(self) -> FailureInfo | None:
+        """None while alive; else why it died after being ready ("died_under_load", with the log's proof)."""
+        if self.group is None or self.group.alive() or self.log_path is None:
+            return None
+        code = self.group.poll()
+        text = read_text(self.log_path)
+        after = text[self._ready_log_offset:] if self._ready_log_offset <= len(text) else text
+        specific = classify_log(after, self.adapter.failure_patterns()) if self.adapter else None
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        cause = f" The log points to {specific.klass}: {specific.hint}" if specific else ""
+        hint = (f"The engine died after it was ready ({how}). SIGKILL (9) with no error usually means the OOM "
+                f"killer or an outside kill; check `dmesg`, lower load or memory settings.{cause}")
+        excerpt = specific.excerpt if specific else tail_excerpt(after or text)
+        return FailureInfo(klass="died_under_load", excerpt=excerpt, hint=hint, exit_code=code)
+
+    def stop(self, grace_s: float = DEFAULT_GRACE_S) -> TeardownReport | None:
+        """SIGTERM → SIGKILL after `grace_s` → proof; None for an attached server (not ours to stop)."""
+        if self.group is None:
+            return None
+        self.teardown = self.group.stop(grace_s=grace_s)
+        return self.teardown
+
+    def __enter__(self) -> RunningEngine:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"RunningEngine({self.cfg.engine} {self.model_name!r} at {self.base_url}, pid={self.pid})"
+
+
+def log_path_for(cfg: EngineConfig, log_dir: Path, port: int) -> Path:
+    """One log file per launch: engine, config key, time, port."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    return Path(log_dir) / f"{cfg.engine}-{cfg.key()}-{stamp}-{port}.log"
+
+
+def launch(
+    cfg: EngineConfig,
+    *,
+    log_dir: Path,
+    startup_timeout_s: float = 600,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> RunningEngine:
+    """Starts `cfg`'s engine and returns once it serves `cfg.name`; raises EngineLaunchError otherwise."""
+    adapter = adapter_for(cfg.engine)
+    port = port or free_port(host)
+    argv = adapter.argv(cfg, host, port)
+    env = adapter.env(cfg, host)
+    log_path = log_path_for(cfg, log_dir, port)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env_txt = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    log_path.write_text(f"# servetune launch: {env_txt} {shlex.join(argv)}\n")
+    header = log_path.stat().st_size
+    t0 = time.monotonic()
+    group = ProcessGroup.start(argv, log_path=log_path, env=env)
+    base_url = f"http://{host}:{port}"
+    try:
+        max_len = _wait_ready(cfg, adapter, group, base_url, startup_timeout_s, on_progress)
+    except EngineLaunchError as err:
+        err.teardown = group.stop(grace_s=DEFAULT_GRACE_S)
+        raise
+    except BaseException:
+        group.stop(grace_s=DEFAULT_GRACE_S)
+        raise
+    startup_s = time.monotonic() - t0
+    text = read_text(log_path)
+    facts = adapter.parse_log(text[header:])
+    updates: dict = {}
+    if facts.version is None:
+        updates["version"] = adapter.version()
+    if facts.max_model_len is None and max_len:
+        updates["max_model_len"] = max_len
+    if updates:
+        facts = facts.model_copy(update=updates)
+    return RunningEngine(cfg.model_copy(update={"version": cfg.version or facts.version}), adapter, group,
+                         base_url, facts, log_path, startup_s, ready_log_offset=len(text))
+
+
+def _failure(klass_default: str, text: str, adapter: EngineAdapter, hint: str, code: int | None) -> FailureInfo:
+    found = classify_log(text, adapter.failure_patterns())
+    if found is not None:
+        return found.model_copy(update={"exit_code": code})
+    return FailureInfo(klass=klass_default, excerpt=tail_excerpt(text), hint=hint, exit_code=code)  # type: ignore[arg-type]
+
+
+def _wait_ready(cfg: EngineConfig, adapter: EngineAdapter, group: ProcessGroup, base_url: str,
+                timeout_s: float, on_progress: Callable[[str], None] | None) -> int | None:
+    """Polls until ready; returns the served max_model_len from /v1/models (when the server says it)."""
+    follower = LogFollower(group.log_path)
+    deadline = time.monotonic() + timeout_s
+    last_models: tuple[str, ...] = ()
+
+    def report_progress() -> None:
+        for line in follower.new_lines():
+            msg = adapter.progress(line)
+            if msg and on_progress:
+                on_progress(msg)
+
+    while True:
+        report_progress()
+        code = group.poll()
+        if code is not None:
+            follower.flush()
+            text = read_text(group.log_path)
+            raise EngineLaunchError(_failure(
+                "exited_early", text, adapter,
+                f"The engine exited (code {code}) before it was ready; the log's last lines say why.", code),
+                str(group.log_path))
+        p = probe(base_url, cfg.name, timeout_s=2.0)
+        if p.ready_for(cfg.name):
+            report_progress()
+            return p.max_model_len
+        if p.models:
+            last_models = p.models
+        if time.monotonic() >= deadline:
+            text = read_text(group.log_path)
+            serving = (f" It is up but lists {list(last_models)} instead of {cfg.name!r}: check "
+                       "--served-model-name." if last_models else "")
+            found = classify_log(text, adapter.failure_patterns())
+            if found is not None:
+                raise EngineLaunchError(found, str(group.log_path))
+            raise EngineLaunchError(FailureInfo(
+                klass="startup_timeout", excerpt=tail_excerpt(text),
+                hint=f"Not ready after {timeout_s:g} s.{serving} Raise the startup timeout for big models, "
+                     "or read the log for where it got stuck."), str(group.log_path))
+        time.sleep(POLL_S)
+
+
+def attach(base_url: str, model: str, *, timeout_s: float = 10.0) -> RunningEngine:
+    """A server someone else started: checked for readiness, never stopped by servetune."""
+    base_url = base_url.rstrip("/")
+    if base_url.endswith("/v1"):
+        base_url = base_url[:-3]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        p = probe(base_url, model, timeout_s=min(5.0, timeout_s))
+        if p.ready_for(model):
+            break
+        if time.monotonic() >= deadline:
+            from servetune.errors import ServetuneError
+
+            if p.health_status is None:
+                raise ServetuneError(f"no server answers at {base_url} ({p.error})",
+                                     "check the URL and that the server is running")
+            if p.models:
+                raise ServetuneError(f"{base_url} serves {list(p.models)}, not {model!r}",
+                                     f"pass one of {list(p.models)} as the model name")
+            raise ServetuneError(f"{base_url}/health answers {p.health_status}", "wait for the server to be ready")
+        time.sleep(0.2)
+    owner = next((str(e.get("owned_by")) for e in p.raw_models.get("data", []) if isinstance(e, dict)), "")
+    engine = {"llamacpp": "llamacpp", "sglang": "sglang"}.get(owner, "vllm")
+    cfg = EngineConfig(engine=engine, model=model)  # type: ignore[arg-type]
+    facts = EngineFacts(engine=engine, max_model_len=p.max_model_len)
+    return RunningEngine(cfg, None, None, base_url, facts, None, None)

@@ -1,0 +1,31 @@
+"""`sim`: servetune's own simulated vLLM, launched and parsed exactly like vLLM.
+
+`servetune sim-serve` takes vLLM's flag names and prints vLLM-shaped startup lines, so the vLLM log parser and
+failure patterns apply unchanged; only the command differs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import servetune
+from servetune.engines.config import EngineConfig
+from servetune.engines.flags import flags_to_argv
+from servetune.engines.vllm import VllmAdapter
+
+
+class SimAdapter(VllmAdapter):
+    """The simulator: vLLM's conventions, servetune's process."""
+
+    name = "sim"
+
+    def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
+        return [sys.executable, "-m", "servetune", "sim-serve", "--model", cfg.model,
+                "--served-model-name", cfg.name, "--host", host, "--port", str(port),
+                *flags_to_argv(cfg.flags, "no-prefix")]
+
+    def env(self, cfg: EngineConfig, host: str) -> dict[str, str]:
+        return dict(cfg.env)
+
+    def version(self) -> str | None:
+        return f"servetune-sim-{servetune.__version__}"

@@ -1,0 +1,171 @@
+"""Materializes a `Workload` into concrete requests with exact input token counts.
+
+Prompts are random words drawn (by seed) from words that are one token each for the chosen counter, then
+counted and corrected word by word until the count is exact (usually one or two counts). With a local
+tokenizer or the server's `/tokenize` the count is exact for that tokenizer; with the word fallback it is
+approximate and the validity report says so. For chat, the count is the sum over message contents (the chat
+template's own tokens come on top; the server's `usage.prompt_tokens` shows them).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from servetune.errors import ServetuneError
+from servetune.load.tokens import TokenCounter
+from servetune.load.workload import RequestClass, Workload
+
+Endpoint = Literal["completions", "chat"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One request: the endpoint-specific input fields, its exact prompt token count and its output length."""
+
+    fields: dict
+    prompt_tokens: int | None
+    max_tokens: int | None
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A unit of work: its turns are sent one after another, each after the previous answer arrived."""
+
+    index: int
+    cls: str
+    turns: tuple[Turn, ...]
+
+
+class RequestFactory:
+    """Builds conversation `i` of a workload; the same (workload, counter) always gives the same requests."""
+
+    def __init__(self, workload: Workload, counter: TokenCounter, endpoint: Endpoint) -> None:
+        self.workload = workload
+        self.counter = counter
+        self.endpoint = endpoint
+        self.pool = np.array(counter.words())
+        self._prefixes: dict[tuple[int, int], tuple[str, int]] = {}
+        self._file: list[tuple[dict, int | None]] | None = None
+        weights = np.array([c.weight for c in workload.classes], dtype=float)
+        self._weights = weights / weights.sum()
+
+    async def conversation(self, index: int) -> Conversation:
+        if self.workload.source is not None:
+            return await self._from_file(index)
+        rng = np.random.default_rng([self.workload.seed, index])
+        ci = int(rng.choice(len(self._weights), p=self._weights)) if len(self._weights) > 1 else 0
+        klass = self.workload.classes[ci]
+        prefix = ""
+        if klass.shared_prefix_tokens:
+            prefix, _ = await self._prefix(ci, klass, index % klass.prefix_groups)
+        history: list[tuple[str, str]] = []  # (role, text)
+        turns = []
+        for _ in range(klass.turns):
+            n_in = klass.input_dist.sample(rng)
+            n_out = klass.output_dist.sample(rng)
+            if not history and prefix:
+                n_in = max(n_in, klass.shared_prefix_tokens + 1)
+            head = [t for _, t in history] if history else ([prefix] if prefix else [])
+            text, total = await self._fit(rng, n_in, head, fresh=not history)
+            messages = ([("system", prefix)] if prefix and not history else []) + history + [("user", text)]
+            turns.append(Turn(self._fields(messages), total if self.counter.exact else None, n_out))
+            if not history and prefix:
+                history.append(("system", prefix))
+            history.append(("user", text))
+            history.append(("assistant", " ".join(rng.choice(self.pool, size=n_out))))
+        return Conversation(index, klass.name, tuple(turns))
+
+    def _fields(self, messages: list[tuple[str, str]]) -> dict:
+        if self.endpoint == "chat":
+            return {"messages": [{"role": r, "content": t} for r, t in messages]}
+        return {"prompt": " ".join(t for _, t in messages)}
+
+    async def _prefix(self, ci: int, klass: RequestClass, group: int) -> tuple[str, int]:
+        key = (ci, group)
+        if key not in self._prefixes:
+            rng = np.random.default_rng([self.workload.seed, 1_000_003, ci, group])
+            self._prefixes[key] = await self._fit(rng, klass.shared_prefix_tokens, [], fresh=True)
+        return self._prefixes[key]
+
+    async def _count(self, parts: list[str]) -> int:
+        """Tokens of the input: the whole prompt for completions, the sum over messages for chat."""
+        if self.endpoint == "chat":
+            return sum(await self.counter.count(parts))
+        return (await self.counter.count([" ".join(parts)]))[0]
+
+    async def _fit(self, rng, target: int, head: list[str], fresh: bool) -> tuple[str, int]:
+        """New words such that head + words has exactly `target` tokens (or the closest the counter allows)."""
+        base = await self._count(head) if head else 0
+        want = max(1, target - base)
+        words = list(rng.choice(self.pool, size=want))
+        total = base
+        for _ in range(8):
+            total = await self._count([*head, " ".join(words)])
+            diff = target - total
+            if diff == 0 or not self.counter.exact:
+                break
+            if diff > 0:
+                words.extend(rng.choice(self.pool, size=diff))
+            else:
+                del words[max(1, len(words) + diff) :]
+        return " ".join(words), total
+
+    async def _from_file(self, index: int) -> Conversation:
+        if self._file is None:
+            self._file = await self._load_file()
+        fields, n_out = self._file[index % len(self._file)]
+        parts = [m["content"] for m in fields["messages"]] if "messages" in fields else [fields["prompt"]]
+        expected = await self._count(parts) if self.counter.exact else None
+        if self.endpoint == "chat" and "prompt" in fields:
+            fields = {"messages": [{"role": "user", "content": fields["prompt"]}]}
+        elif self.endpoint == "completions" and "messages" in fields:
+            fields = {"prompt": " ".join(parts)}
+        return Conversation(index, "file", (Turn(fields, expected, n_out),))
+
+    async def _load_file(self) -> list[tuple[dict, int | None]]:
+        src = self.workload.source
+        assert src is not None
+        path = Path(src.path)
+        if not path.is_file():
+            raise ServetuneError(f"workload file {path} not found", "pass an existing JSONL or ShareGPT JSON file")
+        text = path.read_text()
+        fmt = src.format
+        if fmt == "auto":
+            fmt = "sharegpt" if text.lstrip().startswith("[") else "jsonl"
+        items: list[tuple[dict, int | None]] = []
+        try:
+            if fmt == "jsonl":
+                for line in text.splitlines():
+                    if not line.strip():
+                        continue
+                    row = json.loads(line)
+                    fields = {"messages": row["messages"]} if "messages" in row else {"prompt": row["prompt"]}
+                    n_out = row.get("max_tokens") or row.get("output_tokens")
+                    items.append((fields, src.output_tokens or n_out))
+            else:
+                for row in json.loads(text):
+                    conv = row.get("conversations") or row.get("conversation") or []
+                    human = [c["value"] for c in conv if c.get("from") in ("human", "user")]
+                    answer = [c["value"] for c in conv if c.get("from") in ("gpt", "assistant")]
+                    if not human:
+                        continue
+                    n_out = src.output_tokens
+                    if n_out is None and answer:
+                        n_out = max(1, (await self.counter.count([answer[0]]))[0])
+                    items.append(({"prompt": human[0]}, n_out))
+        except (ValueError, KeyError, TypeError) as err:
+            raise ServetuneError(
+                f"workload file {path} is not valid {fmt}: {err}",
+                'JSONL lines need "prompt" or "messages"; ShareGPT is a JSON list of {"conversations": [...]}',
+            ) from err
+        if not items:
+            raise ServetuneError(f"workload file {path} holds no requests", "check the file's format")
+        if src.shuffle:
+            order = np.random.default_rng(self.workload.seed).permutation(len(items))
+            items = [items[i] for i in order]
+        return items

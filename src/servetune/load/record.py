@@ -1,0 +1,95 @@
+"""One request's measured timeline: the unit every metric is computed from.
+
+Times are `time.monotonic_ns()` of this process (CLOCK_MONOTONIC, shared by all processes of the machine, so a
+local server's own timestamps are directly comparable). Keeping the raw timeline, not pre-computed latencies,
+lets the metrics be recomputed with any definition and lets a skeptic check them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ErrorClass(StrEnum):
+    """Why a request failed. Failed requests are counted by class, never dropped or averaged in."""
+
+    HTTP_429 = "http_429"  # rate limited / queue full
+    HTTP_4XX = "http_4xx"  # any other client error (bad request, context too long, unknown model...)
+    HTTP_5XX = "http_5xx"  # server error status
+    ERROR_EVENT = "error_event"  # `data: {"error": ...}` inside a 200 stream
+    TRUNCATED = "truncated"  # the stream ended (clean close) before its terminator / [DONE]
+    CONNECTION_RESET = "connection_reset"  # the connection was reset or broke mid-request
+    CONNECT_ERROR = "connect_error"  # connection refused / unreachable
+    CONNECT_TIMEOUT = "connect_timeout"
+    FIRST_TOKEN_TIMEOUT = "first_token_timeout"  # no output chunk within the first-token timeout
+    INTER_TOKEN_TIMEOUT = "inter_token_timeout"  # a stall between chunks longer than the inter-token timeout
+    INVALID_RESPONSE = "invalid_response"  # not valid UTF-8 / JSON / HTTP where it must be
+
+
+Phase = Literal["warmup", "measure", "cooldown"]
+TokenSource = Literal["usage", "tokenizer", "chunks", "none"]
+
+
+class RequestRecord(BaseModel):
+    """A request's timeline, token counts and outcome.
+
+    `chunk_ns` holds the receive time of every streamed chunk that carried output (content or reasoning);
+    role-only and usage-only chunks are not output. `first_content_ns` is the first chunk carrying content
+    (not reasoning): with a reasoning model it marks the time to first *answer* token.
+    """
+
+    model_config = ConfigDict(frozen=False, extra="forbid")
+
+    index: int
+    traffic_class: str = "default"
+    phase: Phase = "measure"
+    conversation: int | None = None
+    turn: int = 0
+    scheduled_ns: int = 0
+    dispatched_ns: int = 0
+    sent_ns: int = 0
+    done_ns: int = 0
+    chunk_ns: list[int] = []
+    first_content_ns: int | None = None
+    stream: bool = True
+    http_status: int | None = None
+    finish_reason: str | None = None
+    error_class: ErrorClass | None = None
+    error: str | None = None
+    prompt_tokens_expected: int | None = None
+    prompt_tokens: int | None = None
+    output_tokens_requested: int | None = None
+    output_tokens: int = 0
+    output_tokens_source: TokenSource = "none"
+    usage_output_tokens: int | None = None
+    tokenizer_output_tokens: int | None = None
+    tokens_disagree: bool = False
+    reasoning_tokens: int = 0
+    reasoning_chunks: int = 0
+    output_text: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_class is None
+
+    @property
+    def ttft_ns(self) -> int | None:
+        """Time to first output chunk (reasoning or content), from the moment the request was sent."""
+        return self.chunk_ns[0] - self.sent_ns if self.chunk_ns else None
+
+    @property
+    def ttfc_ns(self) -> int | None:
+        """Time to first content (non-reasoning) chunk."""
+        return None if self.first_content_ns is None else self.first_content_ns - self.sent_ns
+
+    @property
+    def e2el_ns(self) -> int:
+        return self.done_ns - self.sent_ns
+
+    @property
+    def lateness_ns(self) -> int:
+        """How late the client dispatched the request against its schedule (client saturation)."""
+        return max(0, self.dispatched_ns - self.scheduled_ns)

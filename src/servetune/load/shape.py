@@ -1,0 +1,95 @@
+"""How requests arrive: closed loop at a concurrency, or open loop at a rate; bounds, warm-up and cool-down.
+
+Closed loop: `concurrency` conversations in flight, the next starts when one ends. Open loop: arrivals at
+`rate` per second (Poisson; gamma with `burstiness` < 1 burstier, > 1 smoother, as vLLM's --burstiness;
+or constant), optionally capped at `max_concurrency`. A run is bounded by a request count and/or a duration
+of the measured phase; warm-up requests (a count or seconds) come first and are excluded; cool-down keeps the
+load on for a while after the last measured request was sent so that the measured tail does not see a
+draining server, and is excluded too.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from servetune.errors import ServetuneError
+
+
+class Timeouts(BaseModel):
+    """Per-request limits; a request that hits one is counted under its own error class."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    connect_s: float = 10.0
+    first_token_s: float = 600.0  # long prefills (128K) take a while
+    inter_token_s: float = 120.0
+    request_s: float = 3600.0  # whole request (the limit for non-streamed answers)
+
+
+class LoadShape(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["concurrency", "rate"] = "concurrency"
+    concurrency: int | None = Field(None, ge=1)
+    rate: float | None = Field(None, gt=0)  # requests (conversations) per second; inf = all at once
+    arrival: Literal["poisson", "gamma", "constant"] = "poisson"
+    burstiness: float = Field(1.0, gt=0)
+    max_concurrency: int | None = Field(None, ge=1)
+    requests: int | None = Field(None, ge=1)
+    duration_s: float | None = Field(None, gt=0)
+    warmup_requests: int = Field(0, ge=0)
+    warmup_s: float = Field(0.0, ge=0)
+    cooldown_s: float = Field(0.0, ge=0)
+    seed: int = 0
+    timeouts: Timeouts = Timeouts()
+
+    @model_validator(mode="after")
+    def _check(self) -> LoadShape:
+        if self.kind == "concurrency" and self.concurrency is None:
+            raise ServetuneError("a closed-loop load shape needs a concurrency", "set concurrency=N")
+        if self.kind == "rate" and self.rate is None:
+            raise ServetuneError("an open-loop load shape needs a rate", "set rate=R requests/s (inf for all at once)")
+        if self.requests is None and self.duration_s is None:
+            raise ServetuneError("a load shape needs a bound", "set requests=N and/or duration_s=S")
+        return self
+
+    @classmethod
+    def closed(cls, concurrency: int, *, requests: int | None = None, duration_s: float | None = None, **kw) -> LoadShape:
+        return cls(kind="concurrency", concurrency=concurrency, requests=requests, duration_s=duration_s, **kw)
+
+    @classmethod
+    def open(
+        cls,
+        rate: float,
+        *,
+        arrival: Literal["poisson", "gamma", "constant"] = "poisson",
+        requests: int | None = None,
+        duration_s: float | None = None,
+        **kw,
+    ) -> LoadShape:
+        return cls(kind="rate", rate=rate, arrival=arrival, requests=requests, duration_s=duration_s, **kw)
+
+    def with_level(self, value: float) -> LoadShape:
+        """The same shape at another concurrency or rate (a point of a sweep)."""
+        if self.kind == "concurrency":
+            return self.model_copy(update={"concurrency": int(value)})
+        return self.model_copy(update={"rate": float(value)})
+
+    def arrivals(self, n: int):
+        """Send offsets in seconds of the first n open-loop arrivals (deterministic by seed), as a numpy array."""
+        import numpy as np
+
+        rate = self.rate or float("inf")
+        if rate == float("inf"):
+            return np.zeros(n)
+        rng = np.random.default_rng([self.seed, 7])
+        if self.arrival == "constant":
+            gaps = np.full(n, 1.0 / rate)
+        elif self.arrival == "poisson":
+            gaps = rng.exponential(1.0 / rate, n)
+        else:
+            gaps = rng.gamma(self.burstiness, 1.0 / (rate * self.burstiness), n)
+        gaps[0] = 0.0
+        return np.cumsum(gaps)

@@ -1,0 +1,179 @@
+"""Turns an OpenAI-style response (SSE stream or JSON body) into the facts of a `RequestRecord`.
+
+The per-chunk path is the client's hot loop, so it never parses JSON for ordinary token chunks: it splits
+events with `bytes.find`, stamps each output chunk with the arrival time of its bytes, and classifies it with
+one compiled regular expression (is there a non-empty `text`/`content`/`reasoning_content`/`reasoning`
+string?). JSON is parsed only where it decides something: error events, the last chunk with a finish reason,
+the last `usage`, and (when a tokenizer must count the text) the output chunks at the end of the request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+# A non-empty output string in a completions (`text`) or chat (`content`, `reasoning_content`, `reasoning`)
+# chunk. Inside JSON strings quotes are escaped, so these keys cannot be matched inside generated text.
+_OUTPUT = re.compile(rb'"(text|content|reasoning_content|reasoning)"\s*:\s*"[^"]')
+_REASONING_KEY = re.compile(rb'"(reasoning_content|reasoning)"\s*:\s*"[^"]')
+_CONTENT_KEY = re.compile(rb'"(text|content)"\s*:\s*"[^"]')
+
+
+class StreamState:
+    """What one streamed response has delivered so far."""
+
+    __slots__ = (
+        "status",
+        "chunk_ns",
+        "first_content_ns",
+        "reasoning_chunks",
+        "pending",
+        "done",
+        "error",
+        "invalid",
+        "finish_payload",
+        "usage_payload",
+        "outputs",
+        "keep_outputs",
+        "body",
+        "stream",
+    )
+
+    def __init__(self, stream: bool, keep_outputs: bool) -> None:
+        self.status = 0
+        self.chunk_ns: list[int] = []
+        self.first_content_ns: int | None = None
+        self.reasoning_chunks = 0
+        self.pending = b""
+        self.done = False
+        self.error: str | None = None
+        self.invalid: str | None = None
+        self.finish_payload: bytes | None = None
+        self.usage_payload: bytes | None = None
+        self.outputs: list[bytes] = []
+        self.keep_outputs = keep_outputs
+        self.body: list[bytes] = []
+        self.stream = stream
+
+    def on_head(self, status: int, headers: dict[str, str]) -> None:
+        self.status = status
+        if status != 200 or "text/event-stream" not in headers.get("content-type", ""):
+            self.stream = False  # an error body or a plain JSON answer: keep it whole
+
+    def on_body(self, data: bytes, now_ns: int) -> None:
+        if not self.stream:
+            self.body.append(data)
+            return
+        if self.pending:
+            data = self.pending + data
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n")
+        start = 0
+        find = data.find
+        while True:
+            end = find(b"\n\n", start)
+            if end < 0:
+                break
+            self._event(data[start:end], now_ns)
+            start = end + 2
+        self.pending = data[start:] if start < len(data) else b""
+
+    def _event(self, event: bytes, now_ns: int) -> None:
+        if event.startswith(b"data: "):
+            payload = event[6:]
+            if b"\n" in payload:
+                payload = b"\n".join(line.removeprefix(b"data:").lstrip(b" ") for line in payload.split(b"\n"))
+        elif event.startswith(b"data:"):
+            payload = event[5:]
+        else:  # comments (": ping"), `event:` lines, multi-line events
+            lines = [ln for ln in event.split(b"\n") if ln.startswith(b"data:")]
+            if not lines:
+                return
+            payload = b"\n".join(ln[5:].lstrip(b" ") for ln in lines)
+            if b"event: error" in event:
+                self.error = payload.decode("utf-8", "replace")[:500]
+                return
+        if payload == b"[DONE]":
+            self.done = True
+            return
+        if not payload.isascii():
+            try:
+                payload.decode()
+            except UnicodeDecodeError as err:
+                self.invalid = f"invalid UTF-8 in a streamed chunk: {err}"
+        if b'"error"' in payload and self.error is None:
+            self._maybe_error(payload)
+        m = _OUTPUT.search(payload)
+        if m is not None:
+            self.chunk_ns.append(now_ns)
+            if m.group(1)[0] == 114:  # b"r": reasoning first in this chunk
+                self.reasoning_chunks += 1
+                if self.first_content_ns is None and _CONTENT_KEY.search(payload) is not None:
+                    self.first_content_ns = now_ns
+            elif self.first_content_ns is None:
+                self.first_content_ns = now_ns
+            if self.keep_outputs:
+                self.outputs.append(payload)
+        if b'"finish_reason":null' not in payload and b'"finish_reason"' in payload:
+            self.finish_payload = payload
+        if b'"usage":{' in payload or b'"usage": {' in payload:
+            self.usage_payload = payload
+
+    def _maybe_error(self, payload: bytes) -> None:
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            return
+        if isinstance(obj, dict) and (obj.get("error") or obj.get("object") == "error"):
+            err = obj.get("error") or obj
+            self.error = json.dumps(err)[:500] if not isinstance(err, str) else err[:500]
+
+
+def parse_final(state: StreamState) -> dict:
+    """Facts decided once per request: finish reason, usage, output text (when kept), error details."""
+    facts: dict = {"finish_reason": None, "usage": None, "text": None, "reasoning_text": None}
+    if not state.stream:
+        raw = b"".join(state.body)
+        facts["raw"] = raw
+        try:
+            obj = json.loads(raw) if raw else {}
+        except ValueError:
+            return facts
+        if not isinstance(obj, dict):
+            return facts
+        if obj.get("error") or obj.get("object") == "error":
+            err = obj.get("error") or obj
+            facts["error"] = err if isinstance(err, str) else json.dumps(err)[:500]
+        facts["usage"] = obj.get("usage")
+        choices = obj.get("choices") or []
+        if choices:
+            choice = choices[0]
+            facts["finish_reason"] = choice.get("finish_reason")
+            message = choice.get("message") or {}
+            facts["text"] = choice.get("text") if "text" in choice else message.get("content")
+            facts["reasoning_text"] = message.get("reasoning_content") or message.get("reasoning")
+        return facts
+    for payload, key in ((state.finish_payload, "finish"), (state.usage_payload, "usage")):
+        if payload is None:
+            continue
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            continue
+        if key == "finish" and obj.get("choices"):
+            facts["finish_reason"] = obj["choices"][0].get("finish_reason")
+        if key == "usage":
+            facts["usage"] = obj.get("usage")
+    if state.keep_outputs:
+        texts, reasoning = [], []
+        for payload in state.outputs:
+            try:
+                choice = json.loads(payload)["choices"][0]
+            except (ValueError, KeyError, IndexError, TypeError):
+                continue
+            delta = choice.get("delta") or {}
+            texts.append(choice.get("text") or delta.get("content") or "")
+            reasoning.append(delta.get("reasoning_content") or delta.get("reasoning") or "")
+        facts["text"] = "".join(texts)
+        facts["reasoning_text"] = "".join(reasoning)
+    return facts

@@ -1,0 +1,137 @@
+"""Token counting for workloads: a local `tokenizer.json`, the server's `/tokenize`, or words (approximate).
+
+Counting decides two things: prompts are built to an exact input token count, and output text is counted
+when the server sends no `usage`. The `tokenizers` package is imported only when a local tokenizer is used,
+so the load path runs with aiohttp + pydantic + numpy alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from servetune.errors import ServetuneError
+
+# Common English words; each is one token with a leading space in the usual BPE vocabularies.
+_COMMON = (
+    "the of and to in is was for that with as on by at from his her they this are have had which one "
+    "not but all were when there can more her out also time about into only other new some could these "
+    "two may first then any like now over such our man most even made after many where well back through "
+    "year much before good great same own still long very world state part place case work point group "
+    "number water light house power money story night light order world music city river table paper "
+    "garden market window friend letter animal summer winter forest mountain island village station"
+).split()
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of texts; `exact` says whether the counts are the server's own."""
+
+    exact: bool
+    name: str
+
+    async def count(self, texts: Sequence[str]) -> list[int]: ...
+
+    def words(self) -> list[str]: ...
+
+
+class WordCounter:
+    """No tokenizer available: one token per word. Approximate; the validity report says so."""
+
+    exact = False
+    name = "words (approximate)"
+
+    async def count(self, texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
+
+    def words(self) -> list[str]:
+        return list(dict.fromkeys(_COMMON))
+
+
+class LocalTokenizer:
+    """A Hugging Face `tokenizer.json` through the `tokenizers` package (no transformers, no torch)."""
+
+    exact = True
+
+    def __init__(self, path: str) -> None:
+        file = Path(path)
+        if file.is_dir():
+            file = file / "tokenizer.json"
+        if not file.is_file():
+            raise ServetuneError(f"tokenizer file {file} not found", "pass a tokenizer.json path or a model directory")
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as err:
+            raise ServetuneError(
+                "a local tokenizer needs the `tokenizers` package", "pip install tokenizers, or use tokenizer='server'"
+            ) from err
+        self.name = str(file)
+        self._tok = Tokenizer.from_file(str(file))
+
+    async def count(self, texts: Sequence[str]) -> list[int]:
+        return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+
+    def count_one(self, text: str) -> int:
+        """Synchronous count of one text (output text at the end of a request: no I/O, no await)."""
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def words(self) -> list[str]:
+        """Vocabulary words that are one token with a leading space, in vocabulary order (deterministic)."""
+        found = []
+        for word in sorted(self._tok.get_vocab(), key=lambda w: self._tok.token_to_id(w)):
+            if len(found) >= 2000:
+                break
+            text = word.replace("Ġ", " ").replace("▁", " ")
+            if text.startswith(" ") and text[1:].isascii() and text[1:].isalpha() and text[1:].islower() and 3 <= len(text) <= 9:
+                if len(self._tok.encode(text, add_special_tokens=False).ids) == 1:
+                    found.append(text[1:])
+        if len(found) < 50:
+            return WordCounter().words()
+        return found
+
+
+class ServerTokenizer:
+    """The server's own `/tokenize` (vLLM, SGLang, llama.cpp, the mock): exact for that server."""
+
+    exact = True
+
+    def __init__(self, base_url: str, model: str) -> None:
+        self.url = base_url.rstrip("/") + "/tokenize"
+        self.model = model
+        self.name = f"{self.url}"
+
+    async def count(self, texts: Sequence[str]) -> list[int]:
+        import aiohttp
+
+        out = []
+        async with aiohttp.ClientSession() as session:
+            for text in texts:
+                body = {"model": self.model, "prompt": text, "add_special_tokens": False}
+                async with session.post(self.url, json=body) as resp:
+                    if resp.status != 200:
+                        raise ServetuneError(
+                            f"{self.url} answered HTTP {resp.status}", "use a local tokenizer.json (--tokenizer PATH)"
+                        )
+                    data = json.loads(await resp.read())
+                out.append(int(data["count"]) if "count" in data else len(data["tokens"]))
+        return out
+
+    def words(self) -> list[str]:
+        return WordCounter().words()
+
+
+async def make_counter(tokenizer: str | None, base_url: str, model: str) -> TokenCounter:
+    """`tokenizer`: a tokenizer.json path or model dir, "server", "words", or None (the server's if it has one)."""
+    if tokenizer == "words":
+        return WordCounter()
+    if tokenizer not in (None, "server"):
+        return LocalTokenizer(tokenizer)
+    server = ServerTokenizer(base_url, model)
+    try:
+        await server.count(["hello world"])
+    except Exception as err:  # noqa: BLE001 - any failure means: no usable /tokenize
+        if tokenizer == "server":
+            raise ServetuneError(f"the server's /tokenize does not work: {err}", "pass --tokenizer PATH/tokenizer.json") from err
+        return WordCounter()
+    return server

@@ -1,0 +1,389 @@
+"""`servetune mock-server`: a fast OpenAI-compatible streaming server with fixed TTFT and ITL.
+
+Written on raw asyncio protocols with pre-encoded chunks (no web framework) because it must stay far cheaper
+than the clients it measures: one streamed token costs one timer and one `write` of bytes built once per
+request. Tokens are words: the prompt's token count is its number of whitespace-separated words (also what
+its `/tokenize` answers), and every output token is the text " tok".
+
+Endpoints: POST /v1/completions, /v1/chat/completions (stream or not), /tokenize; GET /v1/models, /health,
+/metrics (vLLM's metric names, so the Prometheus reader can be tested against it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from servetune.mock.config import Fault, MockConfig
+
+_TOKEN = " tok"
+_BAD_UTF8 = b" \xff\xfe"
+_BLOCK = 16  # words per prefix-cache block in the mock's hit counter
+
+
+def _count_words(body: dict) -> int:
+    """The mock tokenizer: one token per whitespace-separated word of the prompt or of each message."""
+    if "messages" in body:
+        return sum(len(str(m.get("content") or "").split()) for m in body["messages"])
+    prompt = body.get("prompt", "")
+    if isinstance(prompt, list):
+        return len(prompt) if prompt and isinstance(prompt[0], int) else sum(len(p.split()) for p in prompt)
+    return len(str(prompt).split())
+
+
+def _prompt_words(body: dict) -> list[str]:
+    if "messages" in body:
+        return " ".join(str(m.get("content") or "") for m in body["messages"]).split()
+    prompt = body.get("prompt", "")
+    return prompt.split() if isinstance(prompt, str) else [str(p) for p in prompt]
+
+
+class _Stats:
+    """Counters exposed at /metrics under vLLM's names."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.finished: dict[str, int] = {}
+        self.prefix_queries = 0
+        self.prefix_hits = 0
+        self.requests = 0
+        self._blocks: set[int] = set()
+
+    def count_prefix(self, words: list[str]) -> None:
+        """vLLM-style block hashing: a block hits when the same block, after the same prefix, was seen."""
+        if len(self._blocks) > 1_000_000:
+            self._blocks.clear()
+        self.prefix_queries += len(words)
+        h = 0
+        hits_open = True
+        for start in range(0, len(words) - len(words) % _BLOCK, _BLOCK):
+            h = hash((h, tuple(words[start : start + _BLOCK])))
+            if hits_open and h in self._blocks:
+                self.prefix_hits += _BLOCK
+            else:
+                hits_open = False
+                self._blocks.add(h)
+
+    def render(self, model: str) -> bytes:
+        labels = f'engine="0",model_name="{model}"'
+        lines = [
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{{{labels}}} {self.running}",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{{{labels}}} 0",
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            f"vllm:kv_cache_usage_perc{{{labels}}} {min(1.0, self.running / 256):.4f}",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{{{labels}}} {self.prompt_tokens}",
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{{{labels}}} {self.generation_tokens}",
+            "# TYPE vllm:prefix_cache_queries_total counter",
+            f"vllm:prefix_cache_queries_total{{{labels}}} {self.prefix_queries}",
+            "# TYPE vllm:prefix_cache_hits_total counter",
+            f"vllm:prefix_cache_hits_total{{{labels}}} {self.prefix_hits}",
+            "# TYPE vllm:num_preemptions_total counter",
+            f"vllm:num_preemptions_total{{{labels}}} 0",
+            "# TYPE vllm:request_success_total counter",
+        ]
+        for reason, n in sorted(self.finished.items()):
+            lines.append(f'vllm:request_success_total{{{labels},finished_reason="{reason}"}} {n}')
+        return ("\n".join(lines) + "\n").encode()
+
+
+def _frame(payload: bytes) -> bytes:
+    """One HTTP/1.1 chunk holding one SSE event."""
+    event = b"data: " + payload + b"\n\n"
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
+_DONE = _frame(b"[DONE]") + b"0\r\n\r\n"
+_STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+    b"transfer-encoding: chunked\r\n\r\n"
+)
+
+
+def _response(status: int, body: bytes, content_type: bytes = b"application/json") -> bytes:
+    reason = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 429: b"Too Many Requests"}.get(status, b"Error")
+    return b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s" % (
+        status,
+        reason,
+        content_type,
+        len(body),
+        body,
+    )
+
+
+def _error_body(status: int, message: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": "MockError", "code": status}}).encode()
+
+
+class _Stream:
+    """One streamed answer: sends token k at arrival + ttft + k·itl (absolute schedule, so lateness never adds up)."""
+
+    def __init__(self, conn: _Connection, body: dict, chat: bool, fault: Fault | None, arrival: float) -> None:
+        cfg = conn.server.config
+        self.conn, self.fault, self.chat = conn, fault, chat
+        self.n = int(body.get("max_tokens") or body.get("max_completion_tokens") or cfg.output_tokens)
+        self.finish = "length"
+        if fault is not None and fault.kind == "early_eos":
+            self.n, self.finish = min(self.n, max(fault.after, 1)), "stop"
+        opts = body.get("stream_options") or {}
+        self.usage = bool(opts.get("include_usage")) and not (fault is not None and fault.kind == "drop_usage")
+        self.prompt_tokens = _count_words(body)
+        self.reasoning = min(cfg.reasoning_tokens, self.n) if chat else 0
+        self.t0 = arrival + cfg.ttft_ms / 1e3
+        self.itl = cfg.itl_ms / 1e3
+        self.k = 0
+        self.stalled = False
+        rid = f"{'chatcmpl' if chat else 'cmpl'}-{conn.server.stats.requests}"
+        self.head = f'{{"id":"{rid}","object":"{"chat.completion.chunk" if chat else "text_completion"}","created":{int(time.time())},"model":"{cfg.model}","choices":[{{"index":0,'
+        self.normal = self._chunk(_TOKEN, None)
+        self.thinking = self._chunk(_TOKEN, None, reasoning=True) if self.reasoning else b""
+
+    def _chunk(self, text: str, finish: str | None, reasoning: bool = False, role: bool = False) -> bytes:
+        fin = "null" if finish is None else f'"{finish}"'
+        if self.chat:
+            key = "reasoning_content" if reasoning else "content"
+            delta = f'"role":"assistant","{key}":{json.dumps(text)}' if role else f'"{key}":{json.dumps(text)}'
+            payload = f'{self.head}"delta":{{{delta}}},"logprobs":null,"finish_reason":{fin}}}]}}'
+        else:
+            payload = f'{self.head}"text":{json.dumps(text)},"logprobs":null,"finish_reason":{fin},"stop_reason":null}}]}}'
+        return _frame(payload.encode())
+
+    def start(self) -> None:
+        self.conn.transport.write(_STREAM_HEAD)
+        self.conn.server.schedule(self.t0, self._tick)
+
+    def _tick(self) -> None:
+        conn = self.conn
+        if conn.closed:
+            return
+        fault, k = self.fault, self.k
+        if fault is not None and k == fault.after:
+            kind = fault.kind
+            if kind == "stall" and not self.stalled:
+                self.stalled = True
+                self.t0 += fault.seconds
+                conn.server.schedule(self.t0 + k * self.itl, self._tick)
+                return
+            if kind == "error_event":
+                err = json.dumps({"error": {"message": "mock error event", "type": "InternalServerError", "code": 500}})
+                conn.transport.write(_frame(err.encode()) + _DONE)
+                return conn.finish_response("error")
+            if kind == "truncate":
+                conn.transport.close()
+                return conn.finish_response("abort")
+            if kind == "reset":
+                conn.reset()
+                return conn.finish_response("abort")
+        if k == 0 and self.chat:
+            conn.transport.write(self._chunk("", None, role=True))
+        last = k == self.n - 1
+        if last:
+            conn.transport.write(self._chunk(_TOKEN, self.finish, reasoning=k < self.reasoning))
+        elif fault is not None and fault.kind == "invalid_utf8" and k == fault.after:
+            conn.transport.write(_frame(self.normal[self.normal.index(b"{") : -4].replace(_TOKEN.encode(), _BAD_UTF8)))
+        else:
+            conn.transport.write(self.thinking if k < self.reasoning else self.normal)
+        conn.server.stats.generation_tokens += 1
+        self.k = k + 1
+        if not last:
+            conn.server.schedule(self.t0 + self.k * self.itl, self._tick)
+            return
+        if self.usage:
+            usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.n, "total_tokens": self.prompt_tokens + self.n}
+            if self.reasoning:
+                usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning}
+            head = self.head[: self.head.index(',"choices"')]
+            conn.transport.write(_frame(f'{head},"choices":[],"usage":{json.dumps(usage)}}}'.encode()))
+        conn.transport.write(_DONE)
+        conn.finish_response(self.finish)
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection; requests on it are answered one after another."""
+
+    def __init__(self, server: MockServer) -> None:
+        self.server = server
+        self.buf = b""
+        self.busy = False
+        self.closed = False
+        self.transport: asyncio.Transport
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.busy:
+            self.finish_response("abort")
+        self.closed = True
+
+    def reset(self) -> None:
+        """Aborts with RST (SO_LINGER 0), the way a crashed proxy or engine drops a connection."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        self._next_request()
+
+    def _next_request(self) -> None:
+        while not self.busy and not self.closed:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buf[:end].decode("latin-1").split("\r\n")
+            length = 0
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            if len(self.buf) < end + 4 + length:
+                return
+            body = self.buf[end + 4 : end + 4 + length]
+            self.buf = self.buf[end + 4 + length :]
+            method, path, *_ = head[0].split(" ")
+            self.busy = True
+            self.server.handle(self, method, path.split("?")[0], body)
+
+    def send(self, data: bytes) -> None:
+        self.transport.write(data)
+        self.busy = False
+        self._next_request()
+
+    def finish_response(self, reason: str) -> None:
+        if not self.busy:
+            return
+        stats = self.server.stats
+        stats.running -= 1
+        stats.finished[reason] = stats.finished.get(reason, 0) + 1
+        self.busy = False
+        if not self.closed:
+            self._next_request()
+
+
+class MockServer:
+    """The server object: configuration, counters, a precise scheduler and request routing."""
+
+    def __init__(self, config: MockConfig) -> None:
+        self.config = config
+        self.stats = _Stats()
+        self.loop = asyncio.get_running_loop()
+        self._server: asyncio.AbstractServer | None = None
+
+    def schedule(self, when: float, callback: Callable[[], None]) -> None:
+        """Runs `callback` at loop time `when`; with `precise`, wakes ~1.5 ms early and spins to the exact time."""
+        if not self.config.precise:
+            self.loop.call_at(when, callback)
+            return
+        self.loop.call_at(when - 0.0015, self._spin, when, callback)
+
+    def _spin(self, when: float, callback: Callable[[], None]) -> None:
+        clock = self.loop.time
+        while clock() < when:
+            pass
+        callback()
+
+    def _fault_for(self, body: dict) -> Fault | None:
+        if isinstance(body.get("mock_fault"), dict):
+            return Fault.from_body(body["mock_fault"])
+        for fault in self.config.faults:
+            if self.stats.requests % fault.every == 0:
+                return fault
+        return None
+
+    def handle(self, conn: _Connection, method: str, path: str, raw: bytes) -> None:
+        cfg = self.config
+        if method == "GET" and path == "/health":
+            return conn.send(_response(200, b""))
+        if method == "GET" and path == "/v1/models":
+            data = {"object": "list", "data": [{"id": cfg.model, "object": "model", "owned_by": "servetune", "max_model_len": cfg.max_model_len}]}
+            return conn.send(_response(200, json.dumps(data).encode()))
+        if method == "GET" and path == "/metrics":
+            return conn.send(_response(200, self.stats.render(cfg.model), b"text/plain; version=0.0.4"))
+        if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions", "/tokenize"):
+            return conn.send(_response(404, _error_body(404, f"no route {method} {path}")))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return conn.send(_response(400, _error_body(400, "body is not JSON")))
+        if path == "/tokenize":
+            n = _count_words(body)
+            return conn.send(_response(200, json.dumps({"count": n, "max_model_len": cfg.max_model_len, "tokens": list(range(n))}).encode()))
+        arrival = self.loop.time()
+        self.stats.requests += 1
+        fault = self._fault_for(body)
+        if fault is not None and fault.kind == "status":
+            return conn.send(_response(fault.status, _error_body(fault.status, f"mock status {fault.status}")))
+        chat = path == "/v1/chat/completions"
+        self.stats.running += 1
+        self.stats.prompt_tokens += _count_words(body)
+        self.stats.count_prefix(_prompt_words(body))
+        stream = _Stream(conn, body, chat, fault, arrival)
+        if body.get("stream"):
+            return stream.start()
+        delay = stream.t0 + (stream.n - 1) * stream.itl
+        self.schedule(delay, lambda: self._answer(conn, stream))
+
+    def _answer(self, conn: _Connection, stream: _Stream) -> None:
+        """A non-streamed answer, sent when the last token would have been."""
+        if conn.closed:
+            return
+        n, cfg = stream.n, self.config
+        self.stats.generation_tokens += n
+        usage = {"prompt_tokens": stream.prompt_tokens, "completion_tokens": n, "total_tokens": stream.prompt_tokens + n}
+        text = _TOKEN * n
+        choice: dict = {"index": 0, "finish_reason": stream.finish}
+        if stream.chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        data = {"id": "cmpl-mock", "object": "chat.completion" if stream.chat else "text_completion", "model": cfg.model, "choices": [choice], "usage": usage}
+        conn.transport.write(_response(200, json.dumps(data).encode()))
+        conn.finish_response(stream.finish)
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        """Starts listening; returns the bound port (port 0 picks a free one)."""
+        self._server = await self.loop.create_server(lambda: _Connection(self), host, port, backlog=4096, reuse_address=True)
+        return self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+
+async def serve_forever(config: MockConfig, host: str, port: int, ready: Callable[[int], None] | None = None) -> None:
+    """Runs the mock server until cancelled; `ready(port)` is called once it listens."""
+    server = MockServer(config)
+    bound = await server.start(host, port)
+    if ready is not None:
+        ready(bound)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
+
+
+@asynccontextmanager
+async def running(config: MockConfig, host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """The mock server on the current loop, on a free port, for tests: yields its base URL."""
+    server = MockServer(config)
+    port = await server.start(host, 0)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        await server.close()

@@ -1,0 +1,341 @@
+"""`plan_for`: the whole plan for an engine config on a GPU — ledger, verdict, fixes, speeds, command lines.
+
+The ledger is vLLM's (see kvcache.py, memory.py); only the non-KV overhead is a model, and giving
+`available_kv_bytes` (the "Available KV cache memory" of a real start) replaces it so that everything after
+it reproduces vLLM's startup lines exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from servetune.engines.config import EngineConfig
+from servetune.errors import ServetuneError
+from servetune.hardware.catalog import GiB, GPUSpec
+from servetune.model.spec import ModelSpec, load_model_spec
+from servetune.plan import kvcache, memory, roofline
+from servetune.plan.command import docker_command, serve_command
+from servetune.plan.defaults import batch_defaults
+from servetune.plan.inputs import PlanInputs, inputs_from_flags
+from servetune.plan.rules import check, valid_tp_sizes
+from servetune.plan.versions import behaviour
+
+MTP_METHODS = ("mtp", "qwen3_next_mtp", "qwen3_5_mtp", "deepseek_mtp", "ernie_mtp", "glm4_moe_mtp")
+DEFAULT_ACCEPTANCE = 0.7
+
+
+class Fix(BaseModel):
+    """A change that makes an infeasible plan fit, with the capacity it gives."""
+
+    model_config = ConfigDict(frozen=True)
+
+    change: str
+    flags: dict[str, Any]
+    num_gpus: int
+    max_concurrency: float
+    kv_cache_tokens: int
+    weights_gib_per_gpu: float
+
+    def __str__(self) -> str:
+        return f"{self.change}: {self.max_concurrency:.2f}x at max_model_len ({self.kv_cache_tokens:,} KV tokens)"
+
+
+class SpeedEstimate(BaseModel):
+    """A roofline figure: the ideal ceiling and the expected value with the efficiency factors."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    batch: int
+    context: int
+    ideal: float
+    expected: float
+    unit: str
+
+
+class Plan(BaseModel):
+    """vLLM's memory ledger, capacity, verdict, fixes and speed estimate for one config on one GPU type."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    model_name: str
+    gpu: str
+    num_gpus: int
+    vllm_version: str
+    feasible: bool
+    reasons: list[str]
+    notes: list[str]
+    fixes: list[Fix]
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    max_model_len: int
+    gpu_memory_utilization: float
+    kv_cache_dtype: str
+    serve_dtype: str
+    weight_format: str
+    prefix_caching: bool
+    num_speculative_tokens: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    params_loaded: int
+    gpu_memory_bytes: int
+    requested_bytes: int
+    weights_bytes_per_gpu: int
+    overhead: memory.Overhead
+    available_kv_bytes: int
+    available_kv_source: str
+    """`model` (weights + overhead model), `given` (a measured figure) or `kv-cache-memory-bytes`."""
+    available_kv_low_bytes: int
+    available_kv_high_bytes: int
+    layout: kvcache.KVLayout
+    block_size: int
+    num_blocks: int
+    blocks_per_request: int
+    max_concurrency: float
+    max_concurrency_low: float
+    max_concurrency_high: float
+    kv_cache_tokens: int
+    needed_kv_bytes: int
+    estimated_max_model_len: int
+    log_lines: list[str]
+    speeds: list[SpeedEstimate]
+    serve_flags: dict[str, Any]
+    serve_command: str
+    docker_command: str
+
+    def blocks_for(self, tokens: int) -> int:
+        """KV blocks one request of `tokens` tokens holds in the shared pool."""
+        return self.layout.blocks_for(tokens)
+
+    def concurrency_for(self, tokens: int) -> float:
+        """How many requests of `tokens` tokens fit in the pool at once."""
+        return self.num_blocks / self.blocks_for(tokens)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_spec(path: str, lmo: bool | None, quant: str | None, dtype: str | None) -> ModelSpec:
+    return load_model_spec(path, language_model_only=lmo, quantization=quant, dtype=dtype)
+
+
+def plan_for(
+    cfg: EngineConfig,
+    gpu: GPUSpec,
+    num_gpus: int = 1,
+    *,
+    vllm_version: str | None = None,
+    available_kv_bytes: int | None = None,
+    spec: ModelSpec | None = None,
+    overhead_model: memory.OverheadModel | None = None,
+    efficiency: roofline.Efficiency | None = None,
+    acceptance_rate: float = DEFAULT_ACCEPTANCE,
+    with_fixes: bool = True,
+) -> Plan:
+    """Plans `cfg` (vLLM flags by vLLM's names) on `num_gpus` GPUs of type `gpu`."""
+    if cfg.engine not in ("vllm", "sim"):
+        raise ServetuneError(f"the planner models vLLM, not {cfg.engine}", "plan a vLLM EngineConfig (engine='vllm')")
+    inputs = inputs_from_flags(cfg.flags)
+    if "tensor-parallel-size" not in _dashed(cfg.flags) and "tp" not in cfg.flags and num_gpus > 1:
+        inputs = inputs.model_copy(update={"tensor_parallel_size": max(1, num_gpus // inputs.pipeline_parallel_size)})
+    beh = behaviour(vllm_version or cfg.version)
+    if spec is None:
+        spec = _cached_spec(str(Path(cfg.model)), inputs.language_model_only, inputs.quantization, inputs.dtype)
+    rules = check(spec, gpu, num_gpus, inputs)
+    notes = list(rules.notes) + list(beh.notes)
+    reasons = list(rules.problems)
+    tp, pp = inputs.tensor_parallel_size, inputs.pipeline_parallel_size
+
+    mnbt_default, mns_default = batch_defaults(gpu, beh)
+    mnbt = inputs.max_num_batched_tokens or mnbt_default
+    if inputs.enable_chunked_prefill is False and not inputs.max_num_batched_tokens:
+        mnbt = max(mnbt, inputs.max_model_len or spec.max_position_embeddings)  # whole prompts in one step
+    mns = inputs.max_num_seqs or min(mns_default, mnbt)
+    derived = spec.max_position_embeddings
+    max_len = inputs.max_model_len if inputs.max_model_len is not None else derived
+    auto_len = max_len == -1
+    if auto_len:
+        max_len = derived
+    elif max_len > derived:
+        message = (f"max_model_len {max_len:,} exceeds the model's {derived:,} (max_position_embeddings x RoPE scaling)")
+        if cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1":
+            notes.append(message + ": allowed by VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; quality needs RoPE scaling")
+        else:
+            reasons.append(message + "; vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set "
+                           "(add rope scaling, e.g. YaRN, to the config for quality)")
+    if max_len < 1:
+        raise ServetuneError(f"max_model_len must be positive, got {max_len}", "e.g. --max-model-len 32768 or 32K")
+    prefix = inputs.enable_prefix_caching
+    if prefix is None:
+        prefix = beh.hybrid_prefix_caching_default if spec.is_hybrid else True
+    with_mtp = inputs.speculative_method in MTP_METHODS and spec.mtp_layers > 0
+    spec_tokens = inputs.num_speculative_tokens
+
+    lay = kvcache.layout(
+        spec, tp=tp, pp=pp, kv_cache_dtype=inputs.kv_cache_dtype, block_size=inputs.block_size,
+        num_spec_tokens=spec_tokens if spec.is_hybrid else 0, mtp_drafter=with_mtp, prefix_caching=prefix,
+        mamba_cache_dtype=inputs.mamba_cache_dtype, mamba_ssm_cache_dtype=inputs.mamba_ssm_cache_dtype,
+        compute_capability=gpu.compute_capability, max_num_batched_tokens=mnbt,
+    )
+    util = inputs.gpu_memory_utilization or beh.default_gpu_memory_utilization
+    requested = memory.requested_memory(gpu.memory_bytes, util)
+    weights = memory.weights_per_gpu(spec, tp=tp, pp=pp, with_mtp=with_mtp)
+    over = memory.overhead(
+        spec, tp=tp, pp=pp, max_num_batched_tokens=mnbt, max_num_seqs=mns, spec_tokens=spec_tokens,
+        cudagraphs=beh.cudagraph_in_profile and not inputs.enforce_eager, max_capture=inputs.max_cudagraph_capture_size,
+        model=overhead_model or memory.OverheadModel(),
+    )
+    if available_kv_bytes is not None:
+        avail, source, unc = available_kv_bytes, "given", 0
+    elif inputs.kv_cache_memory_bytes is not None:
+        avail, source, unc = inputs.kv_cache_memory_bytes, "kv-cache-memory-bytes", 0
+    else:
+        avail, source, unc = requested - weights - over.total_bytes, "model", over.uncertainty_bytes
+    if source == "model" and weights > requested:
+        reasons.append(
+            f"weights need {weights / GiB:.2f} GiB per GPU but the budget is {requested / GiB:.2f} GiB "
+            f"({util} x {gpu.memory_bytes / GiB:.2f} GiB): {(weights - requested) / GiB:.2f} GiB short before any KV cache"
+        )
+    if auto_len and avail > 0:
+        fit = kvcache.estimate_max_model_len(lay, kvcache.fit_budget(lay, avail, beh), derived)
+        if fit:
+            max_len = fit
+            notes.append(f"max_model_len auto-fit: {fit:,} tokens")
+    cap = kvcache.capacity(lay, available_kv_bytes=max(avail, 0), max_model_len=max_len, behaviour=beh,
+                           num_gpu_blocks_override=inputs.num_gpu_blocks_override)
+    if not cap.fits_one_request and not any("short before any KV" in r for r in reasons):
+        if avail <= 0:
+            reasons.append(f"no memory left for the KV cache ({avail / GiB:.2f} GiB after weights and overhead)")
+        else:
+            hint = (f"; the largest max_model_len that fits is {cap.estimated_max_model_len:,}"
+                    if cap.estimated_max_model_len else "")
+            reasons.append(
+                f"one request at max_model_len {max_len:,} needs {cap.needed_bytes / GiB:.2f} GiB of KV cache, "
+                f"but {cap.available_kv_bytes / GiB:.2f} GiB is available "
+                f"({(cap.needed_bytes - cap.available_kv_bytes) / GiB:.2f} GiB short){hint}"
+            )
+    low = kvcache.capacity(lay, available_kv_bytes=max(avail - unc, 0), max_model_len=max_len, behaviour=beh)
+    high = kvcache.capacity(lay, available_kv_bytes=max(avail + unc, 0), max_model_len=max_len, behaviour=beh)
+    feasible = not reasons
+
+    flags = _serve_flags(cfg.flags, inputs, rules.extra_flags, max_len, auto_len, tp)
+    costs = roofline.model_costs(spec, tp=tp, kv_cache_dtype=inputs.kv_cache_dtype, with_mtp=with_mtp)
+    speeds = _speeds(costs, gpu, lay, cap.num_blocks, mns, mnbt, max_len, spec_tokens if with_mtp else 0,
+                     efficiency or roofline.Efficiency(), acceptance_rate)
+    version = beh.version
+    plan = Plan(
+        model=cfg.model, model_name=spec.name, gpu=gpu.name, num_gpus=num_gpus, vllm_version=version,
+        feasible=feasible, reasons=reasons, notes=notes, fixes=[], tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        max_model_len=max_len, gpu_memory_utilization=util, kv_cache_dtype=inputs.kv_cache_dtype,
+        serve_dtype=rules.serve_dtype, weight_format=spec.quant.label if spec.quant.method != "none" else rules.serve_dtype,
+        prefix_caching=prefix, num_speculative_tokens=spec_tokens, max_num_seqs=mns, max_num_batched_tokens=mnbt,
+        params_loaded=spec.loaded_params(with_mtp=with_mtp), gpu_memory_bytes=gpu.memory_bytes, requested_bytes=requested,
+        weights_bytes_per_gpu=weights, overhead=over, available_kv_bytes=avail, available_kv_source=source,
+        available_kv_low_bytes=avail - unc, available_kv_high_bytes=avail + unc, layout=lay, block_size=lay.block_size,
+        num_blocks=cap.num_blocks, blocks_per_request=cap.blocks_per_request, max_concurrency=cap.max_concurrency,
+        max_concurrency_low=low.max_concurrency, max_concurrency_high=high.max_concurrency,
+        kv_cache_tokens=cap.kv_cache_tokens, needed_kv_bytes=cap.needed_bytes,
+        estimated_max_model_len=cap.estimated_max_model_len, log_lines=cap.log_lines, speeds=speeds,
+        serve_flags=flags, serve_command=serve_command(cfg.model, flags),
+        docker_command=docker_command(cfg.model, flags, version=version),
+    )
+    if not feasible and with_fixes:
+        plan = plan.model_copy(update={"fixes": find_fixes(cfg, gpu, num_gpus, spec, inputs, plan, vllm_version=version,
+                                                           overhead_model=overhead_model)})
+    return plan
+
+
+def _dashed(flags: dict[str, Any]) -> set[str]:
+    return {k.lstrip("-").replace("_", "-") for k in flags}
+
+
+def _serve_flags(
+    user: dict[str, Any], inputs: PlanInputs, extra: dict[str, str], max_len: int, auto_len: bool, tp: int
+) -> dict[str, Any]:
+    """The user's flags in vLLM spelling, plus what the plan decided (TP, a resolved max_model_len, fallbacks)."""
+    flags: dict[str, Any] = {k.lstrip("-").replace("_", "-"): v for k, v in user.items() if v is not None}
+    if tp > 1 and "tensor-parallel-size" not in flags and "tp" not in flags:
+        flags = {"tensor-parallel-size": tp, **flags}
+    if "max-model-len" in flags and not auto_len:
+        flags["max-model-len"] = max_len
+    for key, value in extra.items():
+        flags.setdefault(key, value)
+    return flags
+
+
+def _speeds(
+    costs: roofline.ModelCosts, gpu: GPUSpec, lay: kvcache.KVLayout, num_blocks: int, mns: int, mnbt: int,
+    max_len: int, spec_tokens: int, eff: roofline.Efficiency, acceptance: float,
+) -> list[SpeedEstimate]:
+    accepted = roofline.accepted_tokens(spec_tokens, acceptance) if spec_tokens else 0.0
+    out = []
+    short = min(1024, max_len)
+    per_2k = lay.blocks_for(min(2048, max_len))
+    batch = max(1, min(mns, num_blocks // per_2k if per_2k else 1))
+    for name, b, ctx in (
+        (f"decode, 1 stream, {short:,} context", 1, short),
+        (f"decode, 1 stream, {max_len:,} context", 1, max_len),
+        (f"decode, {batch} stream{'s' if batch > 1 else ''} x {min(2048, max_len):,} context (aggregate)", batch,
+         min(2048, max_len)),
+    ):
+        vals = [
+            b * (1 + accepted) / roofline.decode_step_time(costs, gpu, batch=b, context=ctx, spec_tokens=spec_tokens,
+                                                           eff=eff, ideal=ideal).seconds
+            for ideal in (True, False)
+        ]
+        out.append(SpeedEstimate(name=name, batch=b, context=ctx, ideal=vals[0], expected=vals[1], unit="tok/s"))
+    for tokens in sorted({min(2048, max_len), max_len}):
+        vals = [roofline.prefill_time(costs, gpu, tokens=tokens, chunk=mnbt, eff=eff, ideal=ideal) for ideal in (True, False)]
+        out.append(SpeedEstimate(name=f"prefill {tokens:,} tokens (TTFT, idle server)", batch=1, context=tokens,
+                                 ideal=vals[0], expected=vals[1], unit="s"))
+    return out
+
+
+def find_fixes(
+    cfg: EngineConfig, gpu: GPUSpec, num_gpus: int, spec: ModelSpec, inputs: PlanInputs, plan: Plan, *,
+    vllm_version: str, overhead_model: memory.OverheadModel | None,
+) -> list[Fix]:
+    """Single changes (then pairs) that make the plan fit, each with its resulting capacity."""
+    tp = inputs.tensor_parallel_size
+    int4 = "gptq" if gpu.compute_capability < 7.5 else "awq"
+    candidates: list[tuple[str, dict[str, Any], int]] = []
+    for t in valid_tp_sizes(spec):
+        if t > tp:
+            candidates.append((f"tensor-parallel-size {t}", {"tensor-parallel-size": t}, max(num_gpus, t * inputs.pipeline_parallel_size)))
+            break
+    if spec.quant.method == "none":
+        candidates.append((f"INT4 weights ({int4.upper()} group 128 checkpoint)", {"quantization": int4}, num_gpus))
+        if gpu.compute_capability >= 8.0:
+            candidates.append(("FP8 weights", {"quantization": "fp8"}, num_gpus))
+    if not inputs.kv_fp8:
+        candidates.append(("FP8 KV cache", {"kv-cache-dtype": "fp8"}, num_gpus))
+    if plan.estimated_max_model_len and plan.estimated_max_model_len < plan.max_model_len:
+        candidates.append((f"max-model-len {plan.estimated_max_model_len:,}", {"max-model-len": plan.estimated_max_model_len}, num_gpus))
+    if plan.gpu_memory_utilization < 0.95:
+        candidates.append(("gpu-memory-utilization 0.95", {"gpu-memory-utilization": 0.95}, num_gpus))
+    if gpu.compute_capability < 8.0 and "dtype" not in _dashed(cfg.flags):
+        candidates = [(c, {**f, "dtype": "float16"}, n) for c, f, n in candidates]
+
+    def attempt(change: str, flags: dict[str, Any], n: int) -> Fix | None:
+        try:
+            trial = plan_for(cfg.with_flags(**{k.replace("-", "_"): v for k, v in flags.items()}), gpu, n,
+                             vllm_version=vllm_version, overhead_model=overhead_model, with_fixes=False)
+        except ServetuneError:
+            return None
+        if not trial.feasible:
+            return None
+        return Fix(change=change + (f" on {n} GPUs" if n != num_gpus else ""), flags=flags, num_gpus=n,
+                   max_concurrency=trial.max_concurrency, kv_cache_tokens=trial.kv_cache_tokens,
+                   weights_gib_per_gpu=trial.weights_bytes_per_gpu / GiB)
+
+    fixes = [f for f in (attempt(*c) for c in candidates) if f]
+    if not fixes:
+        for i, (c1, f1, n1) in enumerate(candidates):
+            for c2, f2, n2 in candidates[i + 1:]:
+                fix = attempt(f"{c1} + {c2}", {**f1, **f2}, max(n1, n2))
+                if fix:
+                    fixes.append(fix)
+    return fixes

@@ -1,0 +1,50 @@
+"""`servetune demo`: plans the seed systems and prints one summary table (or every plan in full)."""
+
+from __future__ import annotations
+
+import json
+
+from servetune.engines.config import EngineConfig
+from servetune.hardware.catalog import GiB, parse_gpu_arg
+from servetune.model.bundled import bundled_model
+from servetune.plan.api import Plan, plan_for
+from servetune.plan.seeds import SEEDS, SeedSystem
+
+
+def plan_seed(seed: SeedSystem) -> Plan:
+    """The plan of one seed system."""
+    path = bundled_model(seed.model)
+    assert path is not None, seed.model
+    gpu, count = parse_gpu_arg(seed.gpu)
+    return plan_for(EngineConfig(model=str(path), flags=seed.flags), gpu, count, vllm_version=seed.vllm_version)
+
+
+def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
+    """Prints the seed plans."""
+    plans = [(seed, plan_seed(seed)) for seed in SEEDS]
+    if as_json:
+        print(json.dumps({seed.key: plan.model_dump(mode="json") for seed, plan in plans}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from servetune.plan.render import render
+
+    console = Console(width=140)
+    if detail:
+        for seed, plan in plans:
+            console.rule(seed.title)
+            render(plan, console)
+        return
+    table = Table(title="servetune plan: the five seed systems (vLLM ledger; overheads modelled)", header_style="bold")
+    for col in ("system", "verdict", "weights/GPU", "KV avail", "block", "blocks", "max conc.", "decode 1 stream"):
+        table.add_column(col, justify="left" if col in ("system", "verdict") else "right")
+    for seed, plan in plans:
+        verdict = "[green]fits[/]" if plan.feasible else "[red]no[/]: " + (plan.fixes[0].change if plan.fixes else "no fix")
+        table.add_row(
+            seed.title, verdict, f"{plan.weights_bytes_per_gpu / GiB:.2f} GiB", f"{plan.available_kv_bytes / GiB:.2f} GiB",
+            str(plan.block_size), f"{plan.num_blocks:,}", f"{plan.max_concurrency:.2f}x",
+            f"{plan.speeds[0].expected:.0f} tok/s",
+        )
+    console.print(table)
+    console.print("Full plans with flags: servetune demo --detail  (one system: servetune plan --model qwen3.6-27b --gpu ...)")

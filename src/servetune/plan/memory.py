@@ -1,0 +1,156 @@
+"""Memory before the KV cache: weights per GPU, and a model of vLLM's non-KV overhead with its uncertainty.
+
+vLLM (0.20+, `gpu_worker.determine_available_memory`):
+    available_kv = ceil(total * util) - weights - non_torch - activation_peak - cudagraph_estimate
+Weights are exact arithmetic on the shapes. The other terms depend on kernels, drivers and NCCL, so they are
+modelled with coefficients (`OverheadModel`) that come with a stated uncertainty and can be calibrated from
+startup logs ("Available KV cache memory", "Model loading took"). With `available_kv_bytes` (from a log or
+`--kv-cache-memory-bytes`) the overhead model is bypassed and the rest of the ledger is exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from servetune.model.spec import ModelSpec
+from servetune.plan.kvcache import pp_partition
+
+GiB = 1024**3
+
+
+class OverheadModel(BaseModel):
+    """Coefficients of the non-KV overhead (GiB unless noted); `*_unc` are +- bounds, not standard errors."""
+
+    model_config = ConfigDict(frozen=True)
+
+    non_torch_gib: float = 0.45
+    """cuBLAS/cuDNN workspaces and allocator slack at TP1 (vLLM logs 0.35 GiB on an RTX 3090, issue #10517)."""
+    non_torch_tp_gib: float = 1.0
+    """Extra with TP > 1: NCCL communicators and custom all-reduce buffers."""
+    non_torch_unc_gib: float = 0.6
+    activation_copies: float = 1.0
+    """Scales the modelled peak of the profiling forward pass (max_num_batched_tokens tokens)."""
+    activation_unc_frac: float = 0.6
+    sampler_copies: float = 3.0
+    """fp32 [max_num_seqs x vocab] tensors alive in the sampler warm-up (logits, probs, sort buffers)."""
+    cudagraph_base_gib: float = 0.25
+    cudagraph_per_layer_size_kib: float = 48.0
+    """Graph pool memory per captured batch size per decoder layer."""
+    cudagraph_unc_frac: float = 1.0
+    mm_encoder_gib: float = 1.5
+    """Vision encoder dummy batch + encoder cache profiled unless --language-model-only."""
+    mm_encoder_unc_gib: float = 1.5
+
+
+class Overhead(BaseModel):
+    """The modelled non-KV memory of one GPU, by term, with a +- bound on the total."""
+
+    model_config = ConfigDict(frozen=True)
+
+    non_torch_bytes: int
+    activation_bytes: int
+    sampler_bytes: int
+    cudagraph_bytes: int
+    mm_encoder_bytes: int
+    uncertainty_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        """All modelled non-KV, non-weight memory."""
+        return self.non_torch_bytes + self.activation_bytes + self.sampler_bytes + self.cudagraph_bytes + self.mm_encoder_bytes
+
+
+def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int:
+    """Bytes of weights on the most loaded GPU ("Model loading took X GiB").
+
+    Projections, experts and vocab-parallel embedding/lm_head are split over TP; k/v projections are
+    replicated when TP exceeds the KV heads (each GPU keeps one KV head); norms and small vectors are
+    replicated. With PP the embedding lives on the first stage, lm_head, final norm and MTP on the last.
+    """
+    per_linear = spec.quant.bytes_per_linear_param if spec.quant.method != "none" else 2.0
+    dense = 2
+    p = spec.params
+    kv_extra = 0.0
+    if spec.attention and spec.attention.num_kv_heads < tp:
+        kv_extra = 1 / spec.attention.num_kv_heads - 1 / tp
+    stages: list[float] = []
+    start = 0
+    sizes = pp_partition(spec.num_layers, pp)
+    for i, n in enumerate(sizes):
+        b = 0.0
+        for layer in p.layers[start:start + n]:
+            b += layer.linear * per_linear / tp + layer.kv_linear * per_linear * kv_extra + layer.other * dense
+        if i == 0:
+            b += p.embed * dense / tp
+            if spec.vision and not spec.language_model_only:
+                b += p.vision * dense / tp
+        if i == len(sizes) - 1:
+            tied_copy = p.embed if (p.lm_head == 0 and pp > 1) else 0
+            b += (p.lm_head + tied_copy) * dense / tp + p.final_norm * dense
+            if with_mtp:
+                b += p.mtp_linear * per_linear / tp + p.mtp_other * dense
+        stages.append(b)
+        start += n
+    return int(max(stages))
+
+
+def capture_sizes(max_num_seqs: int, spec_tokens: int, max_capture: int | None) -> int:
+    """How many CUDA-graph batch sizes vLLM captures: [1,2,4] + 8..248 step 8 + 256.. step 16 up to the max."""
+    top = max_capture if max_capture is not None else min(max_num_seqs * (1 + spec_tokens) * 2, 512)
+    sizes = [s for s in (1, 2, 4) if s <= top]
+    sizes += [s for s in range(8, 256, 8) if s <= top]
+    sizes += [s for s in range(256, top + 1, 16)]
+    return len(sizes)
+
+
+def overhead(
+    spec: ModelSpec,
+    *,
+    tp: int,
+    pp: int,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+    spec_tokens: int,
+    cudagraphs: bool,
+    max_capture: int | None,
+    model: OverheadModel,
+) -> Overhead:
+    """The non-KV overhead of one GPU during vLLM's profiling run."""
+    hidden = spec.hidden_size
+    if spec.moe:
+        inter = spec.moe.top_k * spec.moe.expert_intermediate + spec.moe.shared_intermediate
+    else:
+        inter = spec.intermediate_size
+    tokens = max_num_batched_tokens
+    # gate_up output (2I) + activation (I) + a few hidden-sized buffers, 2 bytes each, per token on this GPU
+    per_token = 2 * (3 * inter / tp + 6 * hidden)
+    activation = tokens * per_token * model.activation_copies
+    sampler = max_num_seqs * spec.vocab_size * 4 * model.sampler_copies
+    non_torch = (model.non_torch_gib + (model.non_torch_tp_gib if tp * pp > 1 else 0)) * GiB
+    layers_here = max(pp_partition(spec.num_layers, pp))
+    graphs = 0.0
+    if cudagraphs:
+        n = capture_sizes(max_num_seqs, spec_tokens, max_capture)
+        graphs = model.cudagraph_base_gib * GiB + n * layers_here * model.cudagraph_per_layer_size_kib * 1024
+    mm = model.mm_encoder_gib * GiB if spec.vision and not spec.language_model_only else 0.0
+    unc = (
+        model.non_torch_unc_gib * GiB
+        + model.activation_unc_frac * (activation + sampler)
+        + model.cudagraph_unc_frac * graphs
+        + (model.mm_encoder_unc_gib * GiB if mm else 0)
+    )
+    return Overhead(
+        non_torch_bytes=int(non_torch),
+        activation_bytes=int(activation),
+        sampler_bytes=int(sampler),
+        cudagraph_bytes=int(graphs),
+        mm_encoder_bytes=int(mm),
+        uncertainty_bytes=int(unc),
+    )
+
+
+def requested_memory(total_bytes: int, utilization: float) -> int:
+    """vLLM's budget: ceil(total device memory x gpu_memory_utilization)."""
+    return math.ceil(total_bytes * utilization)

@@ -1,0 +1,167 @@
+"""Start a command as its own process group with a log file; stop it by its pgid and prove nothing is left.
+
+Never matches processes by name: the group id (= session id, since each engine gets a new session) is the only
+handle, so two servetune runs, or a user's own vLLM, are never touched.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from servetune.process import reaper
+from servetune.process.proctable import group_members, living
+
+_PR_SET_PDEATHSIG = 1
+POLL_S = 0.01
+
+
+class TeardownReport(BaseModel):
+    """How a stop went: what was sent, how long it took, and which pids (if any) survived."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pgid: int
+    grace_s: float
+    already_exited: bool
+    sent_sigterm: bool
+    sent_sigkill: bool
+    seconds: float
+    exit_code: int | None
+    survivors: list[int]
+
+    @property
+    def clean(self) -> bool:
+        """True when no process of the group is left (zombies awaiting their reaper count as gone)."""
+        return not self.survivors
+
+
+def _die_with_parent(parent: int) -> None:
+    """Runs in the child before exec: ask the kernel to SIGTERM it when servetune dies (even by SIGKILL)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except OSError:
+        return
+    if os.getppid() != parent:  # the parent already died between fork and prctl
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+class ProcessGroup:
+    """A running command in its own session/process group, logging stdout+stderr to `log_path`."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], log_path: Path) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.pgid = popen.pid
+        self.log_path = log_path
+        self.started_at = time.monotonic()
+        self._report: TeardownReport | None = None
+        self._stop_lock = threading.Lock()
+
+    @classmethod
+    def start(
+        cls,
+        argv: Sequence[str],
+        *,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> ProcessGroup:
+        """Starts `argv` in a new session; `env` is added to servetune's own environment."""
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        full_env = {**os.environ, **(env or {})}
+        parent = os.getpid()
+        # PDEATHSIG fires when the *thread* that forked exits, so only use it from the main thread.
+        main = threading.current_thread() is threading.main_thread()
+        with open(log_path, "ab", buffering=0) as log:
+            popen = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=(lambda: _die_with_parent(parent)) if main else None,
+            )
+        group = cls(popen, log_path)
+        reaper.register(group.pgid, group)
+        return group
+
+    def poll(self) -> int | None:
+        """The leader's exit code, or None while it runs."""
+        return self._popen.poll()
+
+    def alive(self) -> bool:
+        """True while the leader runs."""
+        return self._popen.poll() is None
+
+    def members(self) -> list[int]:
+        """Pids of the group's (and session's) living processes."""
+        return [m.pid for m in living(group_members(self.pgid))]
+
+    def stop(self, grace_s: float = 10.0) -> TeardownReport:
+        """SIGTERM to the group, SIGKILL after `grace_s`, then verify that no member is left."""
+        with self._stop_lock:
+            if self._report is not None:
+                return self._report
+            t0 = time.monotonic()
+            already = self._popen.poll() is not None
+            sent_term = sent_kill = False
+            if self.members():
+                sent_term = self._signal(signal.SIGTERM)
+                if not self._wait_gone(grace_s):
+                    sent_kill = self._signal(signal.SIGKILL)
+                    self._wait_gone(5.0)
+            try:
+                code = self._popen.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+            self._report = TeardownReport(
+                pgid=self.pgid,
+                grace_s=grace_s,
+                already_exited=already,
+                sent_sigterm=sent_term,
+                sent_sigkill=sent_kill,
+                seconds=round(time.monotonic() - t0, 4),
+                exit_code=code,
+                survivors=self.members(),
+            )
+            reaper.forget(self.pgid)
+            return self._report
+
+    def _signal(self, sig: signal.Signals) -> bool:
+        sent = False
+        try:
+            os.killpg(self.pgid, sig)
+            sent = True
+        except ProcessLookupError:
+            pass
+        for member in living(group_members(self.pgid)):  # session members that moved to a group of their own
+            if member.pgid == self.pgid:
+                continue
+            try:
+                os.kill(member.pid, sig)
+                sent = True
+            except ProcessLookupError:
+                pass
+        return sent
+
+    def _wait_gone(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._popen.poll()  # reap the leader so it does not linger as a zombie
+            if not self.members():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_S)

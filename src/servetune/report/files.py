@@ -1,0 +1,156 @@
+"""Writes an experiment folder's outputs: summary.csv, results.json, summary.md, report.html and
+recommendation.txt.  `write_reports` is what `servetune tune` calls at the end and `servetune report DIR`
+calls on a folder's store."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from servetune.report.tables import changes_text, figure_columns, short_value, status_text, summary_rows
+from servetune.tune.experiment import Experiment
+from servetune.tune.rank import Entry, Ranking
+from servetune.tune.recommend import Recommendation
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
+    record = entry.record
+    variant = record.variant
+    return {
+        "name": variant.name,
+        "key": variant.key(),
+        "stage": variant.stage,
+        "baseline": variant.baseline,
+        "status": record.status,
+        "failure": record.failure.model_dump() if record.failure else None,
+        "skip_reasons": record.skip_reasons,
+        "estimated_only": record.estimated,
+        "changes": variant.changes,
+        "note": variant.note,
+        "config": variant.config.model_dump(mode="json"),
+        "client": variant.client.model_dump(mode="json"),
+        "launch_s": record.launch_s,
+        "wall_s": record.wall_s,
+        "gpu_minutes": record.gpu_minutes,
+        "facts": record.facts,
+        "rank": entry.rank,
+        "tie_with_winner": entry.tie_with_winner,
+        "slo_failures": entry.failures,
+        "figures": {
+            f"{p}.{f}": {"mean": e.mean, "ci95": _finite(e.half_width), "n": e.n} for (p, f), e in entry.figures.items()
+        },
+        "deltas_pct": {
+            f"{p}.{f}": {"pct": d.pct, "ci95": _finite(d.half_width_pct), "significant": d.significant}
+            for (p, f), d in entry.deltas.items()
+        },
+        "runs": [
+            {"probe": r.probe, "repeat": r.repeat, "wall_s": r.wall_s, **r.result.model_dump(mode="json")}
+            for r in record.runs
+        ],
+    }
+
+
+def results_json(
+    exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "experiment": exp.model_dump(mode="json"),
+        "environment": environment,
+        "objective": ranking.objective.model_dump(),
+        "winner": ranking.winner.record.variant.name if ranking.winner else None,
+        "reason": ranking.reason,
+        "recommendation": rec.model_dump() if rec else None,
+        "variants": [entry_json(e) for e in ranking.entries],
+    }
+
+
+def write_csv(path: Path, ranking: Ranking) -> None:
+    rows = summary_rows(ranking)
+    fields: list[str] = []
+    for row in rows:
+        fields += [k for k in row if k not in fields]
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]) -> str:
+    cols = figure_columns(ranking, headline_only=True) or figure_columns(ranking)[:6]
+    head = ["#", "variant", "changes", "status", *[".".join(c) for c in cols]]
+    lines = [f"# {exp.name}: tuning summary", ""]
+    if exp.description:
+        lines += [exp.description, ""]
+    objective = ranking.objective
+    lines += [f"Objective: {objective.goal} `{objective.probe}.{objective.figure}`; SLOs: "
+              + (", ".join(f"{k} {_bound(k)} {v:g}" for k, v in exp.slos.items()) or "none"), ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for entry in ranking.entries:
+        cells = [str(entry.rank or ""), entry.record.variant.name + (" ★" if ranking.winner is entry else ""),
+                 changes_text(entry), status_text(entry), *[short_value(entry, c) for c in cols]]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    lines += ["", "Values are means ± 95% half-width over repeats; (±N%) is the change vs the stage's baseline, "
+              "~ marks a change inside the noise.", ""]
+    lines += ["## Recommendation", "", ranking.reason, ""]
+    if rec:
+        lines += ["```bash", rec.serve_command, "```", ""]
+        if rec.docker_command:
+            lines += ["```bash", rec.docker_command, "```", ""]
+        if rec.sampling_presets:
+            lines += ["Client sampling presets:", ""]
+            lines += [f"- {name}: `{json.dumps(body, ensure_ascii=False)}`" for name, body in rec.sampling_presets.items()]
+            lines.append("")
+    failed = [e for e in ranking.entries if e.record.status in {"failed", "skipped"}]
+    if failed:
+        lines += ["## Failed and skipped variants", ""]
+        for entry in failed:
+            r = entry.record
+            why = "; ".join(r.skip_reasons) if r.status == "skipped" else (r.failure.klass if r.failure else "?")
+            lines.append(f"- {r.variant.name}: {r.status}: {why}")
+            if r.failure and r.failure.excerpt:
+                lines += ["", "```", r.failure.excerpt.strip()[-1500:], "```", ""]
+        lines.append("")
+    lines += ["## Environment", ""] + [f"- {k}: {v}" for k, v in environment.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _bound(key: str) -> str:
+    return "≥" if key == "memory_headroom_pct" else "≤"
+
+
+def write_reports(
+    out_dir: Path, exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]
+) -> dict[str, Path]:
+    """Writes every output file and returns their paths by kind."""
+    from servetune.report.html import render_html
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "csv": out_dir / "summary.csv",
+        "json": out_dir / "results.json",
+        "markdown": out_dir / "summary.md",
+        "html": out_dir / "report.html",
+        "recommendation": out_dir / "recommendation.txt",
+    }
+    write_csv(paths["csv"], ranking)
+    paths["json"].write_text(json.dumps(results_json(exp, ranking, rec, environment), indent=2, default=str))
+    paths["markdown"].write_text(markdown(exp, ranking, rec, environment))
+    paths["html"].write_text(render_html(exp, ranking, rec, environment))
+    if rec:
+        text = f"# {rec.variant}: {rec.reason}\n{rec.serve_command}\n"
+        if rec.docker_command:
+            text += f"\n# docker\n{rec.docker_command}\n"
+        for name, body in rec.sampling_presets.items():
+            text += f"\n# sampling preset {name}\n{json.dumps(body, ensure_ascii=False)}\n"
+    else:
+        text = f"# no recommendation: {ranking.reason}\n"
+    paths["recommendation"].write_text(text)
+    return paths
+

@@ -1,0 +1,117 @@
+"""The ranking flattened into rows: one per variant, the suite's figures as columns (mean, 95% half-width,
+delta vs the stage's baseline).  CSV, markdown and HTML all print these rows."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from servetune.tune.rank import Entry, FigureKey, Ranking
+
+HEADLINE: tuple[FigureKey, ...] = (
+    ("acceptance", "passed"),
+    ("short_latency", "e2el_ms"),
+    ("decode_speed", "output_tok_s"),
+    ("long_prefill", "ttft_s"),
+    ("prefix_reuse", "ttft_drop_pct"),
+    ("prefix_reuse", "hit_rate_pct"),
+    ("memory_headroom", "headroom_pct"),
+    ("long_generation", "output_tok_s"),
+    ("long_generation", "spec_acceptance_pct"),
+    ("load_curve", "goodput_rps"),
+    ("load_curve", "max_output_tok_s"),
+)
+"""The figures the seeds' summary.csv had (B1–B6) plus the load curve's, in the order tables show them."""
+
+
+def higher_is_better(figure: str) -> bool:
+    """Latencies and durations (…_ms, …_s but not …tok_s) improve downward; rates, counts and headroom upward."""
+    if figure.endswith("_ms"):
+        return False
+    return not (figure.endswith("_s") and not figure.endswith("tok_s"))
+
+
+def figure_columns(ranking: Ranking, headline_only: bool = False) -> list[FigureKey]:
+    """Figures measured by any variant: headline ones first, then the rest sorted."""
+    present = {key for entry in ranking.entries for key in entry.figures}
+    head = [key for key in HEADLINE if key in present]
+    if headline_only:
+        return head
+    return head + sorted(present - set(head))
+
+
+def _num(value: float | None, digits: int = 4) -> float | str:
+    if value is None:
+        return ""
+    if not math.isfinite(value):
+        return "inf"
+    return round(value, digits)
+
+
+def status_text(entry: Entry) -> str:
+    record = entry.record
+    if record.status == "failed" and record.failure:
+        return f"failed ({record.failure.klass})"
+    if record.status == "skipped":
+        return "skipped"
+    if record.status != "done":
+        return record.status
+    return "meets SLOs" if not entry.failures else "misses SLOs"
+
+
+def changes_text(entry: Entry) -> str:
+    changes = entry.record.variant.changes
+    if entry.record.variant.baseline:
+        return "(baseline)"
+    return "; ".join(f"{k}={v}" for k, v in changes.items()) or "(no change)"
+
+
+def summary_rows(ranking: Ranking) -> list[dict[str, Any]]:
+    """One row per variant for summary.csv."""
+    columns = figure_columns(ranking)
+    rows = []
+    for entry in ranking.entries:
+        record = entry.record
+        row: dict[str, Any] = {
+            "variant": record.variant.name,
+            "stage": record.variant.stage,
+            "rank": entry.rank or "",
+            "status": status_text(entry),
+            "tie_with_winner": "yes" if entry.tie_with_winner else "",
+            "winner": "yes" if ranking.winner is entry else "",
+            "changes": changes_text(entry),
+            "objective_mean": _num(entry.objective.mean if entry.objective else None),
+            "objective_ci95": _num(entry.objective.half_width if entry.objective else None),
+            "slo_failures": "; ".join(entry.failures),
+            "failure": (record.failure.excerpt.splitlines() or [""])[-1][:200] if record.failure else "",
+            "skip_reasons": "; ".join(record.skip_reasons),
+            "estimated_only": "yes" if record.estimated else "",
+            "launch_s": _num(record.launch_s, 2),
+            "repeats": max((run.repeat for run in record.runs), default=-1) + 1,
+        }
+        for key in columns:
+            name = ".".join(key)
+            est = entry.figures.get(key)
+            d = entry.deltas.get(key)
+            row[name] = _num(est.mean if est else None)
+            row[f"{name}.ci95"] = _num(est.half_width if est else None)
+            row[f"{name}.delta_pct"] = _num(d.pct if d else None, 2)
+            row[f"{name}.delta_ci95"] = _num(d.half_width_pct if d else None, 2)
+        rows.append(row)
+    return rows
+
+
+def short_value(entry: Entry, key: FigureKey) -> str:
+    """'85.0 ± 2.1 (+20%)' for tables meant for people."""
+    est = entry.figures.get(key)
+    if est is None:
+        return "—"
+    text = f"{est.mean:.3g}"
+    if est.n > 1 and math.isfinite(est.half_width):
+        half = est.half_width if est.half_width > 1e-9 * abs(est.mean) else 0.0
+        text += f" ± {half:.2g}"
+    d = entry.deltas.get(key)
+    if d is not None:
+        mark = "" if d.significant else "~"
+        text += f" ({mark}{d.pct:+.0f}%)"
+    return text

@@ -1,0 +1,142 @@
+"""A simulated deployment: the planner's capacity for (model, GPU, flags) + a step-time model.
+
+Everything the simulator knows about memory comes from the planner (`servetune.plan.api.plan_for`):
+block size, number of KV blocks, blocks per request, the KV-cache size and maximum concurrency that
+vLLM would log. So the simulator preempts exactly where the planner says the pool runs out, and its
+startup lines equal the planner's numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servetune.engines.config import EngineConfig, FlagValue
+from servetune.errors import ServetuneError
+from servetune.sim.calibration import CalibrationProfile
+from servetune.sim.flags import SimServeArgs
+from servetune.sim.scheduler import SchedulerLimits
+from servetune.sim.steptime import StepCoefficients, StepTimeModel
+
+GiB = 1024**3
+
+
+@dataclass(frozen=True)
+class SimDeployment:
+    """What sim-serve and estimate run: limits for the scheduler, a step-time model, vLLM's log facts."""
+
+    args: SimServeArgs
+    limits: SchedulerLimits
+    timing: StepTimeModel
+    vllm_version: str
+    weights_gib: float
+    available_kv_gib: float
+    kv_cache_tokens: int
+    max_concurrency: float
+    capacity_lines: tuple[str, ...] = ()
+    """The planner's `GPU KV cache size` / `Maximum concurrency` lines, formatted as this vLLM version does."""
+    notes: tuple[str, ...] = ()
+
+    def startup_lines(self) -> list[str]:
+        """vLLM-shaped startup log lines (the engine adapter parses these as it parses vLLM's)."""
+        lim = self.limits
+        lines = [f"vLLM API server version {self.vllm_version}"]
+        nondefault = {k: v for k, v in self.engine_flags().items() if v is not None}
+        lines.append(f"non-default args: {nondefault}")
+        if lim.hybrid:
+            lines.append(
+                f"Setting attention block size to {lim.block_size} tokens to ensure that attention page size "
+                "is >= mamba page size."
+            )
+            if lim.enable_prefix_caching:
+                lines.append("Mamba cache mode is set to 'align' for hybrid models by default when prefix caching "
+                             "is enabled")
+        lines.append(f"Chunked prefill is enabled with max_num_batched_tokens={lim.max_num_batched_tokens}.")
+        lines.append(f"Model loading took {self.weights_gib:.2f} GiB memory and 0.000000 seconds")
+        lines.append(f"Available KV cache memory: {self.available_kv_gib:.2f} GiB")
+        lines.extend(self.capacity_lines)
+        for flag in self.args.ignored:
+            lines.append(f"sim-serve: ignoring flag it does not model: {flag}")
+        lines.extend(self.notes)
+        return lines
+
+    def engine_flags(self) -> dict[str, FlagValue]:
+        return engine_flags(self.args)
+
+
+def engine_flags(a: SimServeArgs) -> dict[str, FlagValue]:
+    """The vLLM flags (EngineConfig names) that the planner reads, from sim-serve's arguments."""
+    flags: dict[str, FlagValue] = {
+        "tensor-parallel-size": a.tensor_parallel_size if a.tensor_parallel_size != 1 else None,
+        "max-model-len": a.max_model_len,
+        "max-num-seqs": a.max_num_seqs,
+        "max-num-batched-tokens": a.max_num_batched_tokens,
+        "gpu-memory-utilization": a.gpu_memory_utilization,
+        "kv-cache-dtype": a.kv_cache_dtype if a.kv_cache_dtype != "auto" else None,
+        "enable-prefix-caching": a.enable_prefix_caching,
+        "block-size": a.block_size,
+        "language-model-only": a.language_model_only or None,
+        "quantization": a.quantization,
+        "dtype": a.dtype,
+        "enforce-eager": a.enforce_eager or None,
+    }
+    if a.num_speculative_tokens:
+        flags["speculative-config"] = {"method": a.speculative_method or "mtp",
+                                       "num_speculative_tokens": a.num_speculative_tokens}
+    return {k: v for k, v in flags.items() if v is not None}
+
+
+def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None = None) -> SimDeployment:
+    """Plans the deployment with the planner and attaches the (calibrated) step-time model."""
+    from servetune.hardware.catalog import get_gpu
+    from servetune.model.spec import load_model_spec
+    from servetune.plan.api import MTP_METHODS, plan_for
+    from servetune.plan.roofline import model_costs
+
+    gpu = get_gpu(args.gpu)
+    tp = args.tensor_parallel_size
+    spec = load_model_spec(args.model, language_model_only=args.language_model_only or None,
+                           quantization=args.quantization, dtype=args.dtype)
+    cfg = EngineConfig(engine="vllm", model=args.model, flags=engine_flags(args), version=args.vllm_version)
+    plan = plan_for(cfg, gpu, tp, spec=spec, with_fixes=False)
+    if not plan.feasible:
+        raise ServetuneError(
+            f"vLLM would not start with these flags on {tp}x{gpu.name}: " + "; ".join(plan.reasons),
+            "run `servetune plan` with the same flags: it lists the changes that make it fit",
+        )
+    coef = coefficients
+    notes: list[str] = []
+    if coef is None and args.calibration:
+        profile = CalibrationProfile.load(args.calibration)
+        coef = profile.coefficients
+        if profile.gpu != gpu.name:
+            notes.append(f"sim-serve: calibration profile is for {profile.gpu}, serving as {gpu.name}")
+    coef = coef or StepCoefficients()
+    with_mtp = (args.speculative_method or "mtp") in MTP_METHODS and spec.mtp_layers > 0 and args.num_speculative_tokens > 0
+    costs = model_costs(spec, tp=tp, kv_cache_dtype=args.kv_cache_dtype, with_mtp=with_mtp)
+    lay = plan.layout
+    limits = SchedulerLimits(
+        max_num_seqs=plan.max_num_seqs,
+        max_num_batched_tokens=plan.max_num_batched_tokens,
+        max_model_len=plan.max_model_len,
+        block_size=plan.block_size,
+        num_blocks=plan.num_blocks,
+        state_blocks_per_request=sum(lay.mamba_slots_per_request for g in lay.groups if g.kind == "mamba"),
+        hybrid=spec.is_hybrid,
+        enable_prefix_caching=plan.prefix_caching,
+        num_speculative_tokens=args.num_speculative_tokens,
+        acceptance_rate=args.acceptance_rate,
+        long_prefill_token_threshold=args.long_prefill_token_threshold,
+        seed=args.seed,
+    )
+    return SimDeployment(
+        args=args,
+        limits=limits,
+        timing=StepTimeModel(costs, gpu, coef),
+        vllm_version=plan.vllm_version,
+        weights_gib=plan.weights_bytes_per_gpu / GiB,
+        available_kv_gib=plan.available_kv_bytes / GiB,
+        kv_cache_tokens=plan.kv_cache_tokens,
+        max_concurrency=plan.max_concurrency,
+        capacity_lines=tuple(plan.log_lines),
+        notes=tuple(notes),
+    )

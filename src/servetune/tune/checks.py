@@ -1,0 +1,130 @@
+"""Checks an experiment past its structure: flags the engine knows with values of the right kind, SLOs that
+can be met and measured, an objective the suite produces.  Pure: returns issues, raises nothing."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from servetune.tune.experiment import OBJECTIVES, SLO_LATENCY_KEY, Change, Experiment
+from servetune.tune.flagspec import kind_problem, known_flags
+from servetune.tune.loader import Issue, Path_
+
+
+def check_experiment(exp: Experiment) -> list[Issue]:
+    """Every problem found, each with its key path and fix (empty = valid)."""
+    return [
+        *_objective_issues(exp), *_slo_issues(exp), *_flag_issues(exp), *_client_issues(exp), *_hardware_issues(exp)
+    ]
+
+
+def _hardware_issues(exp: Experiment) -> Iterator[Issue]:
+    if exp.hardware.gpu is None:
+        return
+    from servetune.errors import ServetuneError
+    from servetune.hardware.catalog import get_gpu
+
+    try:
+        get_gpu(exp.hardware.gpu)
+    except ServetuneError as err:
+        yield Issue(("hardware", "gpu"), err.problem, err.fix or "use a catalog GPU name")
+
+
+def _objective_issues(exp: Experiment) -> Iterator[Issue]:
+    if isinstance(exp.objective, str) and exp.objective not in OBJECTIVES:
+        close = difflib.get_close_matches(exp.objective, OBJECTIVES, n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        yield Issue(("objective",), f"unknown objective `{exp.objective}`", f"{hint}use one of {', '.join(OBJECTIVES)}")
+        return
+    objective = exp.resolved_objective()
+    if objective.probe not in exp.suite.probes.enabled():
+        yield Issue(
+            ("objective",),
+            f"the objective needs the `{objective.probe}` probe, which the suite does not run",
+            f"add `{objective.probe}:` under suite.probes",
+        )
+
+
+def _slo_issues(exp: Experiment) -> Iterator[Issue]:
+    enabled = set(exp.suite.probes.enabled())
+    for key, value in exp.slos.items():
+        path: Path_ = ("slos", key)
+        if SLO_LATENCY_KEY.match(key):
+            if value <= 0:
+                yield Issue(path, f"{key} = {value} can never be met", "a latency bound must be above 0 ms")
+            elif not enabled & {"load_curve", "short_latency", "decode_speed"}:
+                yield Issue(path, f"{key} cannot be measured by this suite", "add `load_curve:` under suite.probes")
+            elif key.startswith(("tpot", "itl")) and value < 0.05:
+                yield Issue(path, f"{key} = {value} ms is below any engine's step time", "give the bound in ms")
+        elif key == "error_rate":
+            if value > 1:
+                yield Issue(path, f"error_rate = {value} is not a fraction", "use 0..1 (0 = no failed request)")
+        elif key == "memory_headroom_pct":
+            if value >= 100:
+                yield Issue(path, f"memory_headroom_pct = {value} can never be met", "use a percentage below 100")
+            elif "memory_headroom" not in enabled:
+                yield Issue(path, "memory headroom is not measured", "add `memory_headroom:` under suite.probes")
+        else:
+            choices = ["ttft_p99_ms", "tpot_p99_ms", "itl_p99_ms", "e2el_p99_ms", "error_rate", "memory_headroom_pct"]
+            close = difflib.get_close_matches(key, choices, n=1)
+            hint = f"did you mean `{close[0]}`? " if close else ""
+            yield Issue(path, f"unknown SLO `{key}`", f"{hint}use {', '.join(choices)} (p50/p90/p95/p99)")
+
+
+def _flag_issues(exp: Experiment) -> Iterator[Issue]:
+    if exp.allow_unknown_flags:
+        return
+    base_engine = exp.engine.engine
+    yield from _check_flags(base_engine, exp.engine.flags, ("engine", "flags"))
+    for s_index, stage in enumerate(exp.variants.as_stages()):
+        prefix: Path_ = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
+        if stage.matrix:
+            for name, change in stage.matrix.changes.items():
+                engine = change.engine or base_engine
+                yield from _check_change(engine, change, (*prefix, "matrix", "changes", name))
+        if stage.grid:
+            for flag, values in stage.grid.flags.items():
+                for i, value in enumerate(values):
+                    yield from _check_flags(base_engine, {flag: value}, (*prefix, "grid", flag, i), at_value=True)
+        if stage.search:
+            for flag, dim in stage.search.space.items():
+                sample = dim.choice or [(dim.int_range or dim.float_range or (None,))[0]]
+                for value in sample:
+                    yield from _check_flags(base_engine, {flag: value}, (*prefix, "search", "space", flag))
+
+
+def _check_change(engine: str, change: Change, path: Path_) -> Iterator[Issue]:
+    shorthand = not change.model_fields_set & {"env", "client", "note", "engine", "model"}
+    yield from _check_flags(engine, change.flags, path if shorthand else (*path, "flags"))
+
+
+def _check_flags(
+    engine: str, flags: dict[str, object], path: Path_, *, at_value: bool = False
+) -> Iterator[Issue]:
+    known = known_flags(engine)
+    if not known:
+        return
+    for name, value in flags.items():
+        where = path if at_value else (*path, name)
+        bare = name.removeprefix("--").removeprefix("no-") if name.startswith(("--", "no-")) else name
+        if name.startswith("-") or "_" in name:
+            dashed = name.lstrip("-").replace("_", "-")
+            yield Issue(where, f"flag `{name}` is not written as servetune expects", f"write `{dashed}` (no leading dashes)")
+            continue
+        if bare not in known:
+            close = difflib.get_close_matches(bare, known, n=1, cutoff=0.6)
+            fix = f"did you mean `{close[0]}`?" if close else "check the engine's --help"
+            yield Issue(where, f"unknown {engine} flag `{name}`", f"{fix} (or set allow_unknown_flags: true)")
+            continue
+        problem = kind_problem(known[bare], value)
+        if problem:
+            yield Issue(where, f"flag `{name}` = {value!r}: it {problem}", f"give `{name}` {problem.removeprefix('takes ')}")
+
+
+def _client_issues(exp: Experiment) -> Iterator[Issue]:
+    if exp.client.sampling and exp.client.sampling not in exp.sampling_presets:
+        yield Issue(
+            ("client", "sampling"),
+            f"sampling preset `{exp.client.sampling}` is not defined",
+            f"define it under sampling_presets (defined: {', '.join(exp.sampling_presets) or 'none'})",
+        )

@@ -1,0 +1,210 @@
+"""The experiment file: what to launch, which suite to run, the SLOs, the objective and the variants.
+
+One pydantic model tree describes the YAML file; `servetune.tune.loader` parses it with line numbers and
+turns every validation problem into a `ServetuneError` that names the line and the fix.  The JSON schema
+published in docs/experiment.schema.json is `Experiment.model_json_schema()`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from servetune.engines.config import EngineName, FlagValue
+from servetune.suite.params import ClientSpec, DecodeSpeed, Probes, ShortLatency
+
+SLO_LATENCY_KEY = re.compile(r"^(ttft|tpot|itl|e2el)_p(50|90|95|99)_ms$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EngineSpec(_Strict):
+    """The base launch: every variant starts from these flags."""
+
+    engine: EngineName = "vllm"
+    model: str = Field(description="Model path as the engine takes it (a HF folder for vLLM, a .gguf for llama.cpp).")
+    served_model_name: str | None = None
+    flags: dict[str, FlagValue] = Field(default_factory=dict, description="Engine flags by their own names.")
+    env: dict[str, str] = Field(default_factory=dict)
+    version: str | None = Field(default=None, description="Engine version (for the planner and the report).")
+    startup_timeout_s: float = Field(default=900.0, gt=0)
+
+
+class HardwareSpec(_Strict):
+    """Where the engine runs: a catalog GPU and how many, or the CPU."""
+
+    gpu: str | None = Field(default=None, description="GPU catalog name (e.g. a100-80gb-sxm); null = CPU.")
+    count: int = Field(default=1, ge=1, le=64)
+
+
+class SuiteSpec(_Strict):
+    probes: Probes = Field(default_factory=lambda: Probes(short_latency=ShortLatency(), decode_speed=DecodeSpeed()))
+    repeats: int = Field(default=3, ge=1, le=100, description="Repeats per probe (for confidence intervals).")
+    warmup_requests: int = Field(default=2, ge=0, description="Requests sent after ready, never measured.")
+
+
+class Objective(_Strict):
+    """What to maximise (or minimise): one figure of one probe."""
+
+    probe: str
+    figure: str
+    goal: Literal["max", "min"] = "max"
+
+
+OBJECTIVES: dict[str, Objective] = {
+    "goodput": Objective(probe="load_curve", figure="goodput_rps", goal="max"),
+    "output_throughput": Objective(probe="load_curve", figure="max_output_tok_s", goal="max"),
+    "decode_tok_s": Objective(probe="decode_speed", figure="output_tok_s", goal="max"),
+    "latency": Objective(probe="short_latency", figure="e2el_ms", goal="min"),
+    "prefill_s": Objective(probe="long_prefill", figure="ttft_s", goal="min"),
+    "long_generation_tok_s": Objective(probe="long_generation", figure="output_tok_s", goal="max"),
+}
+
+
+class Change(_Strict):
+    """One variant's difference from the base: flags (None removes a flag), env, client overrides, or even
+    another engine and model (to compare llama.cpp with vLLM on one suite)."""
+
+    engine: EngineName | None = None
+    model: str | None = None
+    flags: dict[str, FlagValue] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    client: dict[str, Any] = Field(default_factory=dict, description="ClientSpec fields to override.")
+    note: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_flags(cls, data: Any) -> Any:
+        # Shorthand: `A1: {kv-cache-dtype: auto}` is a change of flags only.
+        if isinstance(data, dict) and not set(data) <= {"flags", "env", "client", "note", "engine", "model"}:
+            return {"flags": data}
+        return data
+
+
+class Matrix(_Strict):
+    """A baseline plus one change at a time (seed 001's round 2)."""
+
+    baseline: str = "baseline"
+    changes: dict[str, Change] = Field(min_length=1)
+
+
+class Grid(_Strict):
+    """The Cartesian product of flag values."""
+
+    flags: dict[str, list[FlagValue]] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "flags" not in data:
+            return {"flags": data}
+        return data
+
+
+class Dim(_Strict):
+    """One search dimension: `int: [lo, hi]`, `float: [lo, hi]` (optionally `log: true`) or `choice: [...]`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    int_range: tuple[int, int] | None = Field(default=None, alias="int")
+    float_range: tuple[float, float] | None = Field(default=None, alias="float")
+    log: bool = False
+    choice: list[FlagValue] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Dim:
+        kinds = [k for k in ("int_range", "float_range", "choice") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of int: [lo, hi], float: [lo, hi] or choice: [...]")
+        bounds = self.int_range or self.float_range
+        if bounds is not None and bounds[0] >= bounds[1]:
+            raise ValueError(f"the range [{bounds[0]}, {bounds[1]}] is empty: the low bound must be below the high")
+        return self
+
+
+class Search(_Strict):
+    """Bayesian search (Optuna TPE, ask/tell) over flags, after the planner removes configs that do not fit."""
+
+    space: dict[str, Dim] = Field(min_length=1)
+    budget_gpu_minutes: float = Field(gt=0, description="Stop asking once launches have used this much GPU time.")
+    max_trials: int = Field(default=50, ge=1)
+    seed: int = 0
+
+
+class Stage(_Strict):
+    """A round: its winner becomes the base of the next round."""
+
+    name: str
+    matrix: Matrix | None = None
+    grid: Grid | None = None
+    search: Search | None = None
+
+    @model_validator(mode="after")
+    def _one_generator(self) -> Stage:
+        given = [k for k in ("matrix", "grid", "search") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"stage {self.name!r} needs exactly one of matrix, grid or search (got {given or 'none'})")
+        return self
+
+
+class Variants(_Strict):
+    matrix: Matrix | None = None
+    grid: Grid | None = None
+    stages: list[Stage] | None = None
+    search: Search | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Variants:
+        given = [k for k in ("matrix", "grid", "stages", "search") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"variants needs exactly one of matrix, grid, stages or search (got {given or 'none'})")
+        return self
+
+    def as_stages(self) -> list[Stage]:
+        """Every kind as a list of stages (a plain matrix is a single stage)."""
+        if self.stages is not None:
+            return self.stages
+        return [Stage(name="main", matrix=self.matrix, grid=self.grid, search=self.search)]
+
+
+class Deploy(_Strict):
+    """How the recommendation is printed as a `docker run` command."""
+
+    image: str = "vllm/vllm-openai:latest"
+    port: int = Field(default=8000, ge=1, le=65535)
+    host_model_dir: str | None = Field(default=None, description="Host folder mounted read-only at the model path.")
+    container_name: str = "vllm"
+
+
+SloValue = Annotated[float, Field(ge=0)]
+
+
+class Experiment(_Strict):
+    """A whole tuning experiment (see docs/experiment.md)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    description: str | None = None
+    engine: EngineSpec
+    hardware: HardwareSpec = Field(default_factory=HardwareSpec)
+    client: ClientSpec = Field(default_factory=ClientSpec)
+    suite: SuiteSpec = Field(default_factory=SuiteSpec)
+    slos: dict[str, SloValue] = Field(
+        default_factory=dict,
+        description="ttft|tpot|itl|e2el _p50|p90|p95|p99 _ms (upper bounds), error_rate (upper bound, 0..1), "
+        "memory_headroom_pct (lower bound, 0..100).",
+    )
+    objective: Objective | str = "decode_tok_s"
+    variants: Variants
+    sampling_presets: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    deploy: Deploy = Field(default_factory=Deploy)
+    allow_unknown_flags: bool = Field(default=False, description="Pass flags servetune does not know untouched.")
+
+    def resolved_objective(self) -> Objective:
+        """The objective as (probe, figure, goal); a name is looked up in OBJECTIVES (checked by the loader)."""
+        if isinstance(self.objective, Objective):
+            return self.objective
+        return OBJECTIVES[self.objective]

@@ -1,0 +1,184 @@
+"""Reads an experiment file and rejects a bad one before anything launches, naming the line and the fix.
+
+YAML is parsed twice from the same text: once into plain data for pydantic, once into PyYAML's node tree,
+which keeps the line of every key; a validation error's location (a path of keys) is looked up in that tree.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from servetune.errors import ServetuneError
+from servetune.tune.experiment import Experiment
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem in an experiment file: where (a key path), what, and how to fix it."""
+
+    path: Path_
+    problem: str
+    fix: str
+
+
+def line_of(root: yaml.Node | None, path: Path_) -> int | None:
+    """1-based line of the deepest node on `path` (the key's own line when the path ends at a key)."""
+    node, line = root, None
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == str(part):
+                    node, line = value, key.start_mark.line + 1
+                    break
+            else:
+                return line if line is not None else _start(node)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line if line is not None else _start(node)
+    return line if line is not None else _start(node)
+
+
+def _start(node: yaml.Node | None) -> int | None:
+    return None if node is None else node.start_mark.line + 1
+
+
+def _dotted(path: Path_) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _pydantic_issues(err: ValidationError, data: Any) -> list[Issue]:
+    issues = []
+    for e in err.errors():
+        path = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith(("function-", "tagged-"))))
+        # Unions report one error per member; keep the path but drop the member's type name.
+        path = tuple(p for p in path if p not in {"Objective", "str", "int", "float", "bool", "dict", "list", "none"})
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            name = str(path[-1])
+            siblings = _fields_at(path[:-1])
+            close = difflib.get_close_matches(name, siblings, n=1)
+            fix = f"did you mean `{close[0]}`?" if close else f"allowed here: {', '.join(siblings) or '(none)'}"
+            issues.append(Issue(path, f"unknown key `{name}`", fix))
+        elif kind == "missing":
+            issues.append(Issue(path, f"`{path[-1]}` is required here", f"add `{path[-1]}:`"))
+        else:
+            got = e.get("input")
+            shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+            issues.append(Issue(path, f"{e['msg']}{shown}", _type_fix(kind, e)))
+    return _dedupe(issues)
+
+
+def _type_fix(kind: str, e: dict[str, Any]) -> str:
+    if kind.startswith(("int_", "float_")):
+        return "write a number without quotes or units"
+    if kind.startswith("bool"):
+        return "write true or false"
+    if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
+        return f"use a value that is {e['msg'].lower().removeprefix('input should be ')}"
+    if kind.startswith("string"):
+        return "write text (quote it if it looks like a number)"
+    if kind in {"dict_type", "model_type"}:
+        return "write a mapping (key: value lines, indented under this key)"
+    if kind == "list_type":
+        return "write a list, e.g. [1, 2, 4]"
+    if kind == "literal_error":
+        return e["msg"].replace("Input should be", "use")
+    return "see docs/experiment.md for this key"
+
+
+def _dedupe(issues: list[Issue]) -> list[Issue]:
+    seen, out = set(), []
+    for issue in issues:
+        if (issue.path, issue.problem) not in seen:
+            seen.add((issue.path, issue.problem))
+            out.append(issue)
+    return out
+
+
+def _fields_at(path: Path_) -> list[str]:
+    """The allowed keys of the model at a key path (for "did you mean")."""
+    from pydantic import BaseModel
+
+    model: Any = Experiment
+    for part in path:
+        if isinstance(part, int) or not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return []
+        model = _model_in(field.annotation)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return list(model.model_fields)
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def format_issues(source: str, root: yaml.Node | None, issues: list[Issue]) -> ServetuneError:
+    """One error listing every issue as `file:line: key: problem` followed by its fix."""
+    lines = []
+    for issue in sorted(issues, key=lambda i: line_of(root, i.path) or 0):
+        line = line_of(root, issue.path)
+        where = f"{source}:{line}" if line else source
+        lines.append(f"{where}: {_dotted(issue.path)}: {issue.problem}\n      fix: {issue.fix}")
+    count = f"{len(issues)} problem{'s' if len(issues) > 1 else ''}"
+    return ServetuneError(
+        f"the experiment file is not valid ({count}; nothing was launched):\n  " + "\n  ".join(lines),
+        "correct the lines above (the keys are documented in docs/experiment.md)",
+    )
+
+
+def parse_experiment(text: str, source: str = "<experiment>") -> Experiment:
+    """Validates an experiment's YAML text: structure (pydantic), then flags, SLOs and consistency."""
+    from servetune.tune.checks import check_experiment
+
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark else source
+        raise ServetuneError(
+            f"{where}: the experiment file is not valid YAML ({getattr(err, 'problem', err)})",
+            "check the indentation and the `key: value` syntax on that line",
+        ) from None
+    if not isinstance(data, dict):
+        raise ServetuneError(f"{source}: an experiment file must be a mapping of keys", "start from examples/tune/")
+    try:
+        experiment = Experiment.model_validate(data)
+    except ValidationError as err:
+        raise format_issues(source, root, _pydantic_issues(err, data)) from None
+    issues = check_experiment(experiment)
+    if issues:
+        raise format_issues(source, root, issues)
+    return experiment
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Reads and validates an experiment file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ServetuneError(f"experiment file {path} does not exist", "give the path of a .yaml experiment file")
+    return parse_experiment(path.read_text(), str(path))

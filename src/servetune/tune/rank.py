@@ -1,0 +1,163 @@
+"""Ranking: keep the variants that meet every SLO, order them by the objective's mean over repeats, call
+variants whose 95% intervals overlap the leader's a tie, and break the tie toward the simpler (fewer changes
+from the baseline), then cheaper (fewer GPUs, less memory reserved) config."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from servetune.tune.experiment import SLO_LATENCY_KEY, Experiment, Objective
+from servetune.tune.result import VariantRecord
+from servetune.tune.stats import Delta, Estimate, delta, estimate
+
+FigureKey = tuple[str, str]
+"""(probe, figure), e.g. ("decode_speed", "output_tok_s")."""
+
+
+def aggregate(record: VariantRecord) -> dict[FigureKey, Estimate]:
+    """Each figure of each probe as a mean with a 95% CI over the repeats that measured it."""
+    values: dict[FigureKey, list[float]] = defaultdict(list)
+    for run in record.runs:
+        if not run.result.ok:
+            continue
+        for name, value in run.result.figures.items():
+            if value is not None and math.isfinite(value):
+                values[(run.probe, name)].append(value)
+    return {key: est for key, xs in values.items() if (est := estimate(xs)) is not None}
+
+
+def error_rate(record: VariantRecord) -> float | None:
+    total = sum(run.result.requests for run in record.runs)
+    failed = sum(run.result.failed_requests for run in record.runs)
+    return None if total == 0 else failed / total
+
+
+def slo_failures(exp: Experiment, record: VariantRecord, figures: dict[FigureKey, Estimate]) -> list[str]:
+    """Why a finished variant misses the SLOs (empty = meets them all).  Latency SLOs are judged on the load
+    curve (some load level must meet them all: its goodput is then > 0), else on the single-stream probes."""
+    out: list[str] = []
+    latency = {k: v for k, v in exp.slos.items() if SLO_LATENCY_KEY.match(k)}
+    if latency:
+        if any(probe == "load_curve" for probe, _ in figures):
+            goodput = figures.get(("load_curve", "goodput_rps"))
+            if goodput is None or goodput.mean <= 0:
+                out.append("no load level met the latency SLOs")
+        else:
+            for key, bound in latency.items():
+                seen = [est for (probe, name), est in figures.items() if name == key]
+                worst = max((e.mean for e in seen), default=None)
+                if worst is None:
+                    out.append(f"{key} was not measured")
+                elif worst > bound:
+                    out.append(f"{key} {worst:.1f} > {bound:g}")
+    if "error_rate" in exp.slos:
+        rate = error_rate(record)
+        if rate is not None and rate > exp.slos["error_rate"]:
+            out.append(f"error rate {rate:.3f} > {exp.slos['error_rate']:g}")
+    if "memory_headroom_pct" in exp.slos:
+        headroom = figures.get(("memory_headroom", "headroom_pct"))
+        if headroom is None:
+            out.append("memory headroom was not measured")
+        elif headroom.mean < exp.slos["memory_headroom_pct"]:
+            out.append(f"memory headroom {headroom.mean:.1f}% < {exp.slos['memory_headroom_pct']:g}%")
+    return out
+
+
+def complexity(record: VariantRecord) -> int:
+    return len(record.variant.changes)
+
+
+def cost(record: VariantRecord) -> tuple[float, float]:
+    """(GPUs, memory fraction reserved): lower is cheaper."""
+    flags = record.variant.config.flags
+    gpus = float(flags.get("tensor-parallel-size", 1) or 1) * float(flags.get("pipeline-parallel-size", 1) or 1)
+    return gpus, float(flags.get("gpu-memory-utilization", 0) or 0)
+
+
+@dataclass
+class Entry:
+    """One variant's standing."""
+
+    record: VariantRecord
+    figures: dict[FigureKey, Estimate]
+    objective: Estimate | None
+    failures: list[str]
+    rank: int | None = None
+    tie_with_winner: bool = False
+    deltas: dict[FigureKey, Delta] = field(default_factory=dict)
+
+    @property
+    def eligible(self) -> bool:
+        return self.record.status == "done" and not self.failures and self.objective is not None
+
+
+@dataclass
+class Ranking:
+    objective: Objective
+    entries: list[Entry]
+    winner: Entry | None
+    reason: str
+
+    def baseline(self) -> Entry | None:
+        return next((e for e in self.entries if e.record.variant.baseline), None)
+
+
+def rank(exp: Experiment, records: list[VariantRecord]) -> Ranking:
+    """Ranks finished variants (failed and skipped ones are listed after, with their reasons)."""
+    objective = exp.resolved_objective()
+    entries = []
+    for record in records:
+        figures = aggregate(record)
+        failures = slo_failures(exp, record, figures) if record.status == "done" else []
+        if record.status == "done" and (objective.probe, objective.figure) not in figures:
+            failures.append(f"objective {objective.probe}.{objective.figure} was not measured")
+        entries.append(Entry(record, figures, figures.get((objective.probe, objective.figure)), failures))
+    _add_deltas(entries)
+    sign = 1.0 if objective.goal == "max" else -1.0
+    eligible = sorted((e for e in entries if e.eligible), key=lambda e: -sign * e.objective.mean)  # type: ignore[union-attr]
+    for i, entry in enumerate(eligible, 1):
+        entry.rank = i
+    if not eligible:
+        return Ranking(objective, _ordered(entries, eligible), None, "no variant finished and met every SLO")
+    leader = eligible[0]
+    ties = [e for e in eligible if e.objective.overlaps(leader.objective)]  # type: ignore[union-attr]
+    winner = min(ties, key=lambda e: (complexity(e.record), cost(e.record), -sign * e.objective.mean))  # type: ignore[union-attr]
+    for entry in ties:
+        entry.tie_with_winner = True
+    reason = _reason(objective, leader, winner, ties)
+    return Ranking(objective, _ordered(entries, eligible), winner, reason)
+
+
+def _ordered(entries: list[Entry], eligible: list[Entry]) -> list[Entry]:
+    rest = [e for e in entries if not e.eligible]
+    return eligible + rest
+
+
+def _add_deltas(entries: list[Entry]) -> None:
+    by_stage: dict[str, Entry] = {e.record.variant.stage: e for e in entries if e.record.variant.baseline}
+    for entry in entries:
+        base = by_stage.get(entry.record.variant.stage)
+        if base is None or base is entry:
+            continue
+        for key, est in entry.figures.items():
+            if key in base.figures and (d := delta(est, base.figures[key])) is not None:
+                entry.deltas[key] = d
+
+
+def _reason(objective: Objective, leader: Entry, winner: Entry, ties: list[Entry]) -> str:
+    name = f"{objective.probe}.{objective.figure}"
+    if len(ties) == 1:
+        return f"{winner.record.variant.name} has the best {name} and its 95% interval overlaps no other variant's"
+    others = ", ".join(e.record.variant.name for e in ties if e is not winner)
+    if winner is leader:
+        return (
+            f"{winner.record.variant.name} has the best {name}; it ties with {others} (95% intervals overlap) and "
+            "is also the simplest or cheapest of them"
+        )
+    return (
+        f"{leader.record.variant.name} has the best mean {name}, but its 95% interval overlaps {len(ties) - 1} "
+        f"other(s); within the tie {winner.record.variant.name} is simpler or cheaper ({complexity(winner.record)} "
+        "change(s) from the baseline)"
+    )

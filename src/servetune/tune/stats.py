@@ -1,0 +1,88 @@
+"""Means with 95% confidence intervals from repeats, and deltas against a baseline.
+
+Student's t with n-1 degrees of freedom (a small table, so numpy is not even needed); one repeat gives a mean
+with no interval, which the ranking treats as "cannot tell apart" from anything it overlaps with."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Two-sided 97.5% quantiles of Student's t for df = 1..30; above that the normal 1.96 is within 2%.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)
+
+
+def t975(df: float) -> float:
+    """The t quantile for a 95% two-sided interval (df rounded down, as tables do)."""
+    if df < 1:
+        return math.inf
+    return _T975[int(df) - 1] if df <= 30 else 1.96
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Mean of repeats with its 95% half-width (inf when there is one repeat)."""
+
+    mean: float
+    half_width: float
+    n: int
+    sd: float
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.half_width
+
+    def overlaps(self, other: Estimate) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+def estimate(values: Sequence[float]) -> Estimate | None:
+    """Mean and 95% CI of the finite values (None when there are none)."""
+    xs = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if not xs:
+        return None
+    n = len(xs)
+    mean = sum(xs) / n
+    if n == 1:
+        return Estimate(mean, math.inf, 1, 0.0)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    return Estimate(mean, t975(n - 1) * sd / math.sqrt(n), n, sd)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Relative change of a variant against the baseline, in percent, with a 95% interval."""
+
+    pct: float
+    half_width_pct: float
+
+    @property
+    def significant(self) -> bool:
+        return abs(self.pct) > self.half_width_pct
+
+
+def delta(variant: Estimate, baseline: Estimate) -> Delta | None:
+    """(variant − baseline) / baseline with Welch's interval for the difference, scaled by the baseline mean.
+
+    The baseline's own uncertainty in the denominator is ignored (first-order), which is fine while its CI is
+    small against its mean; with a single repeat on either side the interval is infinite."""
+    if baseline.mean == 0:
+        return None
+    diff = variant.mean - baseline.mean
+    if variant.n < 2 or baseline.n < 2:
+        return Delta(100 * diff / abs(baseline.mean), math.inf)
+    va, vb = variant.sd**2 / variant.n, baseline.sd**2 / baseline.n
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return Delta(100 * diff / abs(baseline.mean), 0.0)
+    df = (va + vb) ** 2 / ((va**2 / (variant.n - 1)) + (vb**2 / (baseline.n - 1)))
+    return Delta(100 * diff / abs(baseline.mean), 100 * t975(df) * se / abs(baseline.mean))

@@ -1,0 +1,158 @@
+"""The experiment folder's SQLite store: every run lands here the moment it finishes, so a crash or Ctrl-C
+loses at most the run in flight, and `--resume` knows exactly what is left to do."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from servetune.errors import ServetuneError
+from servetune.tune.result import Failure, RunResult, VariantRecord, VariantStatus
+from servetune.tune.variants import Variant
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS variants (
+  key TEXT PRIMARY KEY, position INTEGER NOT NULL, variant TEXT NOT NULL, status TEXT NOT NULL,
+  failure TEXT, skip_reasons TEXT, launch_s REAL, wall_s REAL, gpu_minutes REAL NOT NULL DEFAULT 0,
+  facts TEXT, estimated INTEGER NOT NULL DEFAULT 0, updated REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+  variant_key TEXT NOT NULL, probe TEXT NOT NULL, repeat INTEGER NOT NULL, result TEXT NOT NULL,
+  wall_s REAL NOT NULL, finished REAL NOT NULL, PRIMARY KEY (variant_key, probe, repeat));
+"""
+
+FINISHED: tuple[VariantStatus, ...] = ("done", "failed", "skipped")
+
+
+class Store:
+    """One SQLite file per experiment folder; each write is its own committed transaction."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # meta ---------------------------------------------------------------------------------------
+    def set_meta(self, key: str, value: Any) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def check_experiment(self, fingerprint: str, resume: bool) -> None:
+        """Refuses to mix two different experiments (or a fresh run into an old folder) in one store."""
+        stored = self.meta("experiment_fingerprint")
+        if stored is None:
+            self.set_meta("experiment_fingerprint", fingerprint)
+            return
+        if not resume:
+            raise ServetuneError(
+                f"{self.path.parent} already holds results of an experiment",
+                "add --resume to continue it, or give another --out folder",
+            )
+        if stored != fingerprint:
+            raise ServetuneError(
+                f"{self.path.parent} holds results of a different experiment (the file changed since)",
+                "resume with the same experiment file, or give another --out folder",
+            )
+
+    # variants -----------------------------------------------------------------------------------
+    def add_variant(self, variant: Variant, position: int) -> None:
+        """Registers a variant as pending (no-op when it is already known, e.g. on resume)."""
+        self._db.execute(
+            "INSERT OR IGNORE INTO variants (key, position, variant, status, updated) VALUES (?, ?, ?, 'pending', ?)",
+            (variant.key(), position, variant.model_dump_json(), time.time()),
+        )
+
+    def set_status(
+        self,
+        key: str,
+        status: VariantStatus,
+        *,
+        failure: Failure | None = None,
+        skip_reasons: list[str] | None = None,
+        launch_s: float | None = None,
+        wall_s: float | None = None,
+        gpu_minutes: float | None = None,
+        facts: dict[str, Any] | None = None,
+        estimated: bool | None = None,
+    ) -> None:
+        fields: dict[str, Any] = {"status": status, "updated": time.time()}
+        if failure is not None:
+            fields["failure"] = failure.model_dump_json()
+        if skip_reasons is not None:
+            fields["skip_reasons"] = json.dumps(skip_reasons)
+        for name, value in (("launch_s", launch_s), ("wall_s", wall_s), ("gpu_minutes", gpu_minutes)):
+            if value is not None:
+                fields[name] = value
+        if facts is not None:
+            fields["facts"] = json.dumps(facts, default=str)
+        if estimated is not None:
+            fields["estimated"] = int(estimated)
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        self._db.execute(f"UPDATE variants SET {assignments} WHERE key = ?", (*fields.values(), key))
+
+    def status(self, key: str) -> VariantStatus | None:
+        row = self._db.execute("SELECT status FROM variants WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    # runs ---------------------------------------------------------------------------------------
+    def add_run(self, run: RunResult) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+            (run.variant_key, run.probe, run.repeat, run.result.model_dump_json(), run.wall_s, time.time()),
+        )
+
+    def finished_runs(self, key: str) -> set[tuple[str, int]]:
+        rows = self._db.execute("SELECT probe, repeat FROM runs WHERE variant_key = ?", (key,))
+        return {(probe, repeat) for probe, repeat in rows}
+
+    def runs(self, key: str) -> list[RunResult]:
+        from servetune.suite.result import ProbeResult
+
+        rows = self._db.execute(
+            "SELECT probe, repeat, result, wall_s FROM runs WHERE variant_key = ? ORDER BY finished", (key,)
+        )
+        return [
+            RunResult(variant_key=key, probe=p, repeat=r, result=ProbeResult.model_validate_json(res), wall_s=w)
+            for p, r, res, w in rows
+        ]
+
+    # read back ----------------------------------------------------------------------------------
+    def records(self) -> list[VariantRecord]:
+        """Every variant with its runs, in run order."""
+        rows = self._db.execute(
+            "SELECT key, position, variant, status, failure, skip_reasons, launch_s, wall_s, gpu_minutes, facts,"
+            " estimated FROM variants ORDER BY position"
+        ).fetchall()
+        out = []
+        for key, position, variant, status, failure, skips, launch_s, wall_s, gpu_min, facts, estimated in rows:
+            out.append(
+                VariantRecord(
+                    variant=Variant.model_validate_json(variant),
+                    position=position,
+                    status=status,
+                    failure=Failure.model_validate_json(failure) if failure else None,
+                    skip_reasons=json.loads(skips) if skips else [],
+                    launch_s=launch_s,
+                    wall_s=wall_s,
+                    gpu_minutes=gpu_min or 0.0,
+                    facts=json.loads(facts) if facts else {},
+                    estimated=bool(estimated),
+                    runs=self.runs(key),
+                )
+            )
+        return out
+
+    def next_position(self) -> int:
+        row = self._db.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM variants").fetchone()
+        return int(row[0])

@@ -1,0 +1,119 @@
+"""Variants: one engine config plus client settings to run the suite on, and the generators that make them
+(a matrix of single changes against a baseline, a Cartesian grid).  Search and stages build on these."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from servetune.engines.config import EngineConfig, FlagValue
+from servetune.tune.experiment import Change, ClientSpec, Grid, Matrix
+
+CLIENT_PREFIX = "client."
+"""A grid dimension named `client.<field>` varies a client setting (no engine restart) instead of a flag."""
+
+
+class Variant(BaseModel):
+    """One cell of an experiment: what to launch and how the suite talks to it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    stage: str = "main"
+    config: EngineConfig
+    client: ClientSpec
+    changes: dict[str, Any] = Field(default_factory=dict, description="What differs from the stage's baseline.")
+    baseline: bool = False
+    note: str | None = None
+
+    def key(self) -> str:
+        """Identity of the measurement: stage, launch and client settings (a later stage re-measures its
+        baseline next to its own variants rather than trusting a number from an earlier, differently warm run)."""
+        blob = json.dumps([self.stage, self.config.key(), self.client.model_dump(mode="json")], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def launch_key(self) -> str:
+        """Variants with equal launch keys share one engine start."""
+        return self.config.key()
+
+
+def apply_change(config: EngineConfig, client: ClientSpec, change: Change) -> tuple[EngineConfig, ClientSpec]:
+    """The base with a change applied; a flag set to None is removed (the engine's default applies).
+    A change of engine starts from no flags: the base's flags belong to the other engine."""
+    switching = change.engine is not None and change.engine != config.engine
+    flags = dict(change.flags) if switching else {**config.flags, **change.flags}
+    flags = {k: v for k, v in flags.items() if v is not None}
+    env = dict(change.env) if switching else {**config.env, **change.env}
+    update: dict[str, Any] = {"flags": flags, "env": env}
+    if change.engine is not None:
+        update["engine"] = change.engine
+    if change.model is not None:
+        update["model"] = change.model
+    new_client = client.model_copy(update=change.client) if change.client else client
+    return config.model_copy(update=update), ClientSpec.model_validate(new_client.model_dump())
+
+
+def describe_change(change: Change) -> dict[str, Any]:
+    """The change as one flat mapping for tables: flags by name, engine/model/env/client prefixed."""
+    out: dict[str, Any] = dict(change.flags)
+    if change.engine:
+        out["engine"] = change.engine
+    if change.model:
+        out["model"] = change.model
+    out.update({f"env.{k}": v for k, v in change.env.items()})
+    out.update({f"{CLIENT_PREFIX}{k}": v for k, v in change.client.items()})
+    return out
+
+
+def matrix_variants(base: EngineConfig, client: ClientSpec, matrix: Matrix, stage: str = "main") -> list[Variant]:
+    """The baseline, then each change on its own (seed 001's round 2)."""
+    variants = [Variant(name=matrix.baseline, stage=stage, config=base, client=client, baseline=True)]
+    for name, change in matrix.changes.items():
+        config, new_client = apply_change(base, client, change)
+        variants.append(
+            Variant(
+                name=name, stage=stage, config=config, client=new_client, changes=describe_change(change),
+                note=change.note,
+            )
+        )
+    return variants
+
+
+def grid_variants(base: EngineConfig, client: ClientSpec, grid: Grid, stage: str = "main") -> list[Variant]:
+    """Every combination of the grid's values, in declaration order; the first combination is the baseline
+    that deltas are taken against."""
+    names = list(grid.flags)
+    variants = []
+    for index, values in enumerate(itertools.product(*(grid.flags[n] for n in names))):
+        picked: dict[str, FlagValue] = dict(zip(names, values, strict=True))
+        change = change_from_point(picked)
+        config, new_client = apply_change(base, client, change)
+        variants.append(
+            Variant(
+                name=point_name(picked), stage=stage, config=config, client=new_client,
+                changes=describe_change(change), baseline=index == 0,
+            )
+        )
+    return variants
+
+
+def change_from_point(point: dict[str, Any]) -> Change:
+    """A grid or search point (flag names, `client.` fields) as a Change."""
+    flags = {k: v for k, v in point.items() if not k.startswith(CLIENT_PREFIX)}
+    client = {k.removeprefix(CLIENT_PREFIX): v for k, v in point.items() if k.startswith(CLIENT_PREFIX)}
+    return Change(flags=flags, client=client)
+
+
+def point_name(point: dict[str, Any]) -> str:
+    """A readable variant name, e.g. `max-num-seqs=4,kv-cache-dtype=fp8`."""
+    return ",".join(f"{k.removeprefix(CLIENT_PREFIX)}={_short(v)}" for k, v in point.items())
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)

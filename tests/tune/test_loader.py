@@ -1,0 +1,111 @@
+"""An invalid experiment is rejected before anything launches, naming the line and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servetune.errors import ServetuneError
+from servetune.tune.loader import load_experiment, parse_experiment
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tune"
+
+GOOD = """\
+name: t
+engine:
+  engine: vllm
+  model: /models/m
+  flags:
+    max-model-len: 131072
+    max-num-seqs: 2
+suite:
+  probes:
+    decode_speed:
+    memory_headroom:
+slos:
+  memory_headroom_pct: 5
+variants:
+  matrix:
+    changes:
+      A1: {kv-cache-dtype: auto}
+"""
+
+
+def reject(text: str) -> str:
+    with pytest.raises(ServetuneError) as info:
+        parse_experiment(text, "exp.yaml")
+    return str(info.value)
+
+
+def test_a_good_file_loads() -> None:
+    exp = parse_experiment(GOOD)
+    assert exp.engine.flags["max-num-seqs"] == 2
+    assert exp.resolved_objective().probe == "decode_speed"
+
+
+def test_unknown_flag_names_line_and_suggests_the_real_flag() -> None:
+    text = reject(GOOD.replace("max-num-seqs: 2", "max-num-seq: 2"))
+    assert "exp.yaml:7:" in text and "unknown vllm flag `max-num-seq`" in text
+    assert "did you mean `max-num-seqs`" in text
+
+
+def test_unknown_flag_inside_a_variant() -> None:
+    text = reject(GOOD.replace("kv-cache-dtype: auto", "kv-cache-dtyp: auto"))
+    assert "exp.yaml:17:" in text and "kv-cache-dtype" in text
+
+
+def test_wrong_type_of_a_flag_value() -> None:
+    text = reject(GOOD.replace("max-num-seqs: 2", "max-num-seqs: two"))
+    assert "exp.yaml:7:" in text and "whole number" in text
+
+
+def test_wrong_type_of_a_schema_field() -> None:
+    text = reject(GOOD.replace("suite:\n", "suite:\n  repeats: three\n"))
+    assert "exp.yaml:9:" in text and "suite.repeats" in text and "fix: write a number" in text
+
+
+def test_impossible_slo() -> None:
+    text = reject(GOOD.replace("memory_headroom_pct: 5", "memory_headroom_pct: 120\n  ttft_p99_ms: 0"))
+    assert "exp.yaml:13:" in text and "can never be met" in text
+    assert "exp.yaml:14:" in text and "ttft_p99_ms" in text
+
+
+def test_unknown_key_suggests_the_right_one() -> None:
+    text = reject(GOOD.replace("slos:", "slo:"))
+    assert "exp.yaml:12:" in text and "unknown key `slo`" in text and "did you mean `slos`" in text
+
+
+def test_slo_that_the_suite_cannot_measure() -> None:
+    text = reject(GOOD.replace("    memory_headroom:\n", ""))
+    assert "memory headroom is not measured" in text and "add `memory_headroom:`" in text
+
+
+def test_objective_needs_its_probe() -> None:
+    text = reject(GOOD + "objective: goodput\n")
+    assert "needs the `load_curve` probe" in text
+
+
+def test_yaml_syntax_error_has_a_line() -> None:
+    text = reject(GOOD.replace("  model: /models/m", "  model: [/models/m"))
+    assert "exp.yaml:" in text and "not valid YAML" in text
+
+
+def test_examples_are_valid() -> None:
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        load_experiment(path)
+
+
+def test_published_schema_is_current() -> None:
+    import json
+
+    from servetune.tune.experiment import Experiment
+
+    published = json.loads((EXAMPLES.parents[1] / "docs" / "experiment.schema.json").read_text())
+    assert published == Experiment.model_json_schema(), "run: servetune experiment-schema > docs/experiment.schema.json"
+
+
+def test_embedded_demo_matches_the_example() -> None:
+    from servetune.tune.demo import example_text
+
+    assert example_text() == (EXAMPLES / "cpu-tiny.yaml").read_text(), "copy examples/tune/cpu-tiny.yaml to tune/data"

@@ -1,0 +1,66 @@
+"""Confidence intervals, ties, SLO filtering and the recommendation, on synthetic records."""
+
+from __future__ import annotations
+
+import math
+
+from tune_synthetic import experiment, records
+
+from servetune.tune.rank import rank
+from servetune.tune.recommend import recommend
+from servetune.tune.stats import delta, estimate, t975
+
+
+def test_estimate_matches_a_t_interval() -> None:
+    est = estimate([10.0, 12.0, 14.0])
+    assert est is not None and est.mean == 12.0 and est.n == 3
+    assert math.isclose(est.half_width, t975(2) * 2.0 / math.sqrt(3))
+    one = estimate([5.0])
+    assert one is not None and math.isinf(one.half_width)
+    assert estimate([]) is None
+
+
+def test_delta_inside_noise_is_not_significant() -> None:
+    base = estimate([100.0, 101.0, 99.0])
+    same = estimate([100.5, 99.5, 100.0])
+    better = estimate([120.0, 121.0, 119.0])
+    assert base and same and better
+    assert not delta(same, base).significant
+    d = delta(better, base)
+    assert d.significant and math.isclose(d.pct, 20.0)
+
+
+def test_ranking_drops_slo_misses_and_failures() -> None:
+    exp = experiment()
+    ranking = rank(exp, records())
+    names = [e.record.variant.name for e in ranking.entries if e.rank]
+    assert names[0] == "A1-bf16-kv" and ranking.winner.record.variant.name == "A1-bf16-kv"
+    util = next(e for e in ranking.entries if e.record.variant.name == "B2-util-0.94")
+    assert util.rank is None and any("memory headroom" in f for f in util.failures)
+    crash = next(e for e in ranking.entries if e.record.variant.name == "C9-crash")
+    assert crash.rank is None and crash.record.failure.klass == "oom_at_startup"
+
+
+def test_tie_prefers_the_simpler_config() -> None:
+    exp = experiment()
+    recs = [r for r in records() if r.variant.name in {"A0", "D1-same"}]
+    ranking = rank(exp, recs)
+    tied = [e for e in ranking.entries if e.tie_with_winner]
+    assert len(tied) == 2, "71.0 vs 71.4 tok/s with 1% noise is a tie"
+    assert ranking.winner.record.variant.name == "A0", "the baseline has no change: simplest"
+    assert "tie" in ranking.reason or "overlaps" in ranking.reason
+
+
+def test_one_repeat_cannot_separate_variants() -> None:
+    ranking = rank(experiment(), records(repeats=1))
+    assert ranking.winner.record.variant.name == "A0"
+
+
+def test_recommendation_commands() -> None:
+    exp = experiment()
+    rec = recommend(exp, rank(exp, records()))
+    assert rec is not None and rec.variant == "A1-bf16-kv"
+    assert rec.serve_command.startswith("vllm serve /models/Qwen3.6-27B")
+    assert "--kv-cache-dtype auto" in rec.serve_command
+    assert rec.docker_command and "--gpus all" in rec.docker_command and "vllm/vllm-openai" in rec.docker_command
+    assert rec.sampling_presets["thinking-general"]["temperature"] == 1.0
