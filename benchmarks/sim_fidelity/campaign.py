@@ -5,13 +5,15 @@ source only), against the server that `vllm_up.sh` started:
 
     python3 benchmarks/sim_fidelity/campaign.py --setting A --out "$OUT/A"
 
-Prompts are lists of random token ids (exact input lengths without a tokenizer, no accidental prefix
-hits); every request streams with `ignore_eos`, so each gets exactly its `max_tokens`. Each point runs
-its own warm-up requests first (excluded), then its measured requests. Written under --out:
+The client is servetune's own (`servetune.load.runner.run_load`, exact input lengths from the model
+directory's tokenizer or the server's /tokenize, `ignore_eos` so each request gets exactly its
+max_tokens). Should that client fail to import or to run on the device, a minimal built-in aiohttp client
+takes over (token-id prompts, same record fields); campaign.json says which one measured. Each point
+first runs its own warm-up requests (recorded apart), then its measured requests. Written under --out:
 
-    campaign.json                 the points, the server's /v1/models, start/end times
-    <point>.jsonl                 one record per measured request (servetune's RequestRecord fields
-                                  when the load room's client ran it: sent/chunk/end times in monotonic ns)
+    campaign.json                 the points, the client used, the server's /v1/models, start/end times
+    <point>.jsonl                 one record per measured request (sent_ns, chunk_ns, done_ns/end_ns, tokens)
+    warmup/<point>.jsonl          the warm-up requests' records
     <point>.summary.json          TTFT/TPOT/ITL/E2EL percentiles (ms) and throughputs, vLLM's definitions
     <point>.metrics.before.prom   /metrics right before the measured requests
     <point>.metrics.after.prom    /metrics right after them
@@ -135,24 +137,73 @@ async def fetch_text(session, url: str) -> str:
         return await resp.text()
 
 
-async def run_point(session, base: str, model: str, point: FidelityPoint, out: Path, seed: int) -> dict:
-    rng = random.Random(f"{seed}-{point.name}")
+async def builtin_point(session, base: str, model: str, point: FidelityPoint, seed: int, warmup: bool) -> list[dict]:
+    """The fallback client: token-id prompts over aiohttp."""
+    rng = random.Random(f"{seed}-{point.name}-{'w' if warmup else 'm'}")
     url = f"{base}/v1/completions"
-    warm = [(i, prompt_ids(rng, point.warmup_prompt), point.warmup_output) for i in range(point.warmup_requests)]
-    lengths = point.lengths(rng)
-    jobs = [(i, prompt_ids(rng, p), o) for i, (p, o) in enumerate(lengths)]
+    if warmup:
+        jobs = [(i, prompt_ids(rng, point.warmup_prompt), point.warmup_output) for i in range(point.warmup_requests)]
+    else:
+        jobs = [(i, prompt_ids(rng, p), o) for i, (p, o) in enumerate(point.lengths(rng))]
+    return [asdict(r) for r in await closed_loop(session, url, model, point, jobs, warmup, point.concurrency)]
+
+
+async def servetune_point(base: str, model: str, point: FidelityPoint, seed: int, warmup: bool,
+                          tokenizer: str | None) -> list[dict]:
+    """servetune's own client: `run_load` at the point's closed-loop concurrency."""
+    from servetune.load.runner import run_load
+    from servetune.load.shape import LoadShape
+    from servetune.load.workload import Dist, Workload
+
+    def dist(nominal: int) -> int | Dist:
+        if not point.spread:
+            return nominal
+        return Dist(kind="uniform", mean=nominal, std=point.spread * nominal / 3**0.5)
+
+    if warmup:
+        workload = Workload.synthetic(point.warmup_prompt, point.warmup_output, seed=seed + 1)
+        n = point.warmup_requests
+    else:
+        workload = Workload.synthetic(dist(point.prompt_tokens), dist(point.output_tokens), seed=seed)
+        n = point.num_requests
+    shape = LoadShape(kind="concurrency", concurrency=point.concurrency, requests=n)
+    result = await run_load(base, model, workload, shape, tokenizer=tokenizer,
+                            extra_body={"temperature": 0.0})
+    return [dict(json.loads(r.model_dump_json()), concurrency=point.concurrency) for r in result.records]
+
+
+async def run_point(session, args: argparse.Namespace, point: FidelityPoint, out: Path, client: str) -> dict:
+    async def measure(warmup: bool) -> list[dict]:
+        if client == "servetune":
+            return await servetune_point(args.base_url, args.model, point, args.seed, warmup, args.tokenizer)
+        return await builtin_point(session, args.base_url, args.model, point, args.seed, warmup)
+
     t0 = time.time()
-    warm_records = await closed_loop(session, url, model, point, warm, True, point.concurrency)
-    (out / f"{point.name}.metrics.before.prom").write_text(await fetch_text(session, f"{base}/metrics"))
-    records = await closed_loop(session, url, model, point, jobs, False, point.concurrency)
-    (out / f"{point.name}.metrics.after.prom").write_text(await fetch_text(session, f"{base}/metrics"))
-    with (out / f"{point.name}.jsonl").open("w") as f:
-        for r in warm_records + records:
-            f.write(json.dumps(asdict(r)) + "\n")
-    summary = summarize([asdict(r) for r in records])
-    summary.update(point=point.name, concurrency=point.concurrency, wall_s=round(time.time() - t0, 2))
+    warm = await measure(True)
+    (out / f"{point.name}.metrics.before.prom").write_text(await fetch_text(session, f"{args.base_url}/metrics"))
+    records = await measure(False)
+    (out / f"{point.name}.metrics.after.prom").write_text(await fetch_text(session, f"{args.base_url}/metrics"))
+    (out / "warmup").mkdir(exist_ok=True)
+    for path, recs in ((out / "warmup" / f"{point.name}.jsonl", warm), (out / f"{point.name}.jsonl", records)):
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    summary = summarize(records)
+    summary.update(point=point.name, concurrency=point.concurrency, client=client, wall_s=round(time.time() - t0, 2))
     (out / f"{point.name}.summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def pick_client(requested: str) -> str:
+    """servetune's client when it imports here, else the built-in one."""
+    if requested != "auto":
+        return requested
+    try:
+        import servetune.load.runner  # noqa: F401
+        import servetune.metrics.summary  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - any import problem on the device means: use the fallback
+        print(f"servetune client unavailable here ({type(exc).__name__}: {exc}); using the built-in client",
+              flush=True)
+        return "builtin"
+    return "servetune"
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -167,10 +218,20 @@ async def main_async(args: argparse.Namespace) -> None:
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         models = json.loads(await fetch_text(session, f"{args.base_url}/v1/models"))
-        manifest = {"setting": args.setting, "started": time.time(), "models": models,
+        client = pick_client(args.client)
+        manifest = {"setting": args.setting, "started": time.time(), "models": models, "client": client,
                     "points": [asdict(p) for p in points], "summaries": []}
         for point in points:
-            summary = await run_point(session, args.base_url, args.model, point, out, args.seed)
+            try:
+                summary = await run_point(session, args, point, out, client)
+            except Exception as exc:  # noqa: BLE001 - one failing client must not lose the device run
+                if client != "servetune":
+                    raise
+                print(f"servetune client failed on {point.name} ({type(exc).__name__}: {exc}); "
+                      "switching to the built-in client", flush=True)
+                client = manifest["client"] = "builtin"
+                manifest["client_switch"] = {"point": point.name, "error": f"{type(exc).__name__}: {exc}"}
+                summary = await run_point(session, args, point, out, client)
             manifest["summaries"].append(summary)
             print(json.dumps({k: summary.get(k) for k in (
                 "point", "completed", "failed", "ttft_ms_p50", "tpot_ms_p50", "output_throughput", "wall_s")}),
@@ -189,6 +250,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="", help="comma-separated point names")
     ap.add_argument("--scale", type=float, default=1.0, help="scale request counts (smoke runs)")
+    ap.add_argument("--client", choices=("auto", "servetune", "builtin"), default="auto")
+    ap.add_argument("--tokenizer", default=None,
+                    help="tokenizer.json or model dir for exact prompt lengths (default: the server's /tokenize)")
     asyncio.run(main_async(ap.parse_args()))
 
 

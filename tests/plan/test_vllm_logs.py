@@ -91,3 +91,25 @@ def test_new_token_count_for_hybrids_from_0_20() -> None:
     # 0.26+ turns prefix caching on for hybrids: 'align' mode keeps 2 state slots per GDN group -> 42 + 6 blocks
     default = _plan("qwen3.5-27b", "H200", flags, "0.33.0", 1487 * probe.layout.bytes_per_block)
     assert default.prefix_caching and default.blocks_per_request == 48
+
+
+def test_club3090_612_qwen36_35b_a3b_v0240() -> None:
+    """noonghunna/club-3090#612: vLLM v0.24.0, RTX 5090, Qwen3.6-35B-A3B, --max-model-len 131072
+    --kv-cache-dtype fp8 --enable-prefix-caching --max-num-seqs 1 --max-num-batched-tokens 8192.
+
+    Logged: `Available KV cache memory: 5.98 GiB`, `GPU KV cache size: 567,978 tokens`,
+    `Maximum concurrency for 131,072 tokens per request: 4.33x` (the 0.20+ token count: int(concurrency x len)).
+    """
+    from servetune.hardware.catalog import parse_gpu_arg
+
+    gpu, _ = parse_gpu_arg("custom:mem=31.4,bw=1792,tflops=209,cc=12.0")
+    flags = {"max-model-len": 131072, "kv-cache-dtype": "fp8", "enable-prefix-caching": True, "max-num-seqs": 1,
+             "max-num-batched-tokens": 8192}
+    plan = plan_for(EngineConfig(model=str(bundled_model("qwen3.6-35b-a3b")), flags=flags), gpu, 1,
+                    vllm_version="0.24.0", available_kv_bytes=round(5.98 * GIB))
+    assert plan.block_size == 2096  # 16 x cdiv(2,146,304 B GDN state, 16 x 1,024 B fp8 K+V per token)
+    assert (plan.num_blocks, plan.blocks_per_request) == (299, 63 + 3 * 2)
+    assert plan.log_lines == [
+        "GPU KV cache size: 567,978 tokens",
+        "Maximum concurrency for 131,072 tokens per request: 4.33x",
+    ]

@@ -79,6 +79,8 @@ _PARENT = textwrap.dedent("""
     from pathlib import Path
     from servetune.process.group import ProcessGroup
     g = ProcessGroup.start(["bash", "-c", "sleep 300 & sleep 300 & wait"], log_path=Path(sys.argv[1]))
+    while len(g.members()) < 3:
+        time.sleep(0.01)
     print(g.pgid, flush=True)
     {tail}
 """)
@@ -88,9 +90,7 @@ def _parent(tmp_path: Path, tail: str) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen([sys.executable, "-c", _PARENT.format(tail=tail), str(tmp_path / "child.log")],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    pgid = int(proc.stdout.readline())
-    assert _wait_for(lambda: len(living(group_members(pgid))) >= 3)
-    return proc, pgid
+    return proc, int(proc.stdout.readline())
 
 
 def test_no_orphans_when_servetune_is_terminated(tmp_path: Path) -> None:

@@ -79,3 +79,14 @@ def test_estimate_config_api_and_bad_input() -> None:
     with pytest.raises(ServetuneError):
         estimate_config(cfg.with_flags(max_model_len=262144, gpu_memory_utilization=0.33),
                         SimWorkload(num_requests=2, concurrency=1), gpu="A100-80G-SXM")
+
+
+def test_vllm_log_parser_reads_the_simulators_startup(deployment) -> None:
+    from servetune.engines.vllm import parse_vllm_log
+
+    log = "\n".join(f"INFO 11-30 12:00:00 [sim_serve.py:1] {line}" for line in deployment.startup_lines())
+    facts = parse_vllm_log(log + "\nINFO:     Application startup complete.\n")
+    assert facts.kv_cache_tokens == deployment.kv_cache_tokens
+    assert facts.block_size == deployment.limits.block_size
+    assert facts.max_concurrency == round(deployment.max_concurrency, 2)
+    assert facts.available_kv_gib == round(deployment.available_kv_gib, 2)

@@ -124,3 +124,14 @@ def test_deterministic() -> None:
         return len(plans), s.counters.preemptions, s.counters.spec_accepted_tokens
 
     assert run() == run()
+
+
+def test_without_chunked_prefill_a_prompt_waits_for_a_whole_budget() -> None:
+    s = Scheduler(limits(max_num_batched_tokens=300, chunked_prefill=False))
+    s.add(req(0, 200, 50))
+    s.add(req(1, 200, 50))
+    first = s.schedule()
+    # The second 200-token prompt does not fit the 100 tokens left, and is not chunked.
+    assert [x.num_new_tokens for x in first.scheduled] == [200]
+    s.finish_step(first)
+    assert [x.num_new_tokens for x in s.schedule().scheduled] == [1, 200]

@@ -90,3 +90,22 @@ async def test_metrics_use_vllm_names_and_count_prefix_hits(client) -> None:
     assert values["vllm:generation_tokens_total"] == 4
     assert values["vllm:prefix_cache_queries_total"] == 4000
     assert values["vllm:prefix_cache_hits_total"] == 1568
+
+
+async def test_speculative_chunks_and_counters() -> None:
+    import asyncio
+
+    argv = [*ARGV, "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 2, "acceptance_rate": 1.0}']
+    server = SimServer(build_deployment(parse_sim_args(argv)))
+    task = asyncio.create_task(server.run_engine())
+    async with TestClient(TestServer(server.app())) as c:
+        resp = await c.post("/v1/completions", json={"model": "m", "prompt": [5] * 50, "max_tokens": 31,
+                                                     "stream": True, "stream_options": {"include_usage": True}})
+        evs = events(await resp.text())
+        # First token from the prefill, then 3 tokens per step (both drafts accepted): 1 + 10 chunks.
+        assert len([e for e in evs if e["choices"]]) == 11
+        assert evs[-1]["usage"]["completion_tokens"] == 31
+        text = await (await c.get("/metrics")).text()
+    task.cancel()
+    assert 'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 20.0' in text
+    assert 'vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 20.0' in text

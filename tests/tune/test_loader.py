@@ -109,3 +109,10 @@ def test_embedded_demo_matches_the_example() -> None:
     from servetune.tune.demo import example_text
 
     assert example_text() == (EXAMPLES / "cpu-tiny.yaml").read_text(), "copy examples/tune/cpu-tiny.yaml to tune/data"
+
+
+def test_grid_client_dimension_checks_presets() -> None:
+    grid = GOOD.replace("  matrix:\n    changes:\n      A1: {kv-cache-dtype: auto}\n",
+                        "  grid:\n    client.sampling: [greedy, hot]\n    max-num-seqs: [1, 2]\n")
+    text = reject(grid.replace("variants:", "sampling_presets: {greedy: {temperature: 0}}\nvariants:"))
+    assert "sampling preset `hot` is not defined" in text and "greedy" not in text.split("hot")[0][-40:]

@@ -37,6 +37,8 @@ def register(app: typer.Typer) -> None:
         gpu: str = typer.Option("local", "--gpu", help="GPU[xN]: A100-80G-SXMx2, H200, 2xL40S, local, custom:mem=..,bw=..,tflops=.."),
         vllm_version: str = typer.Option(None, "--vllm-version", help="vLLM release to follow (0.11 to 0.33; latest by default)."),
         available_kv: str = typer.Option(None, "--available-kv", help="Measured 'Available KV cache memory' (GiB or bytes): skips the overhead model."),
+        from_log: str = typer.Option(None, "--from-log", help="A vLLM startup log: reproduce its capacity lines from its "
+                                     "'Available KV cache memory' and compare the overhead model with it."),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Plan a vLLM deployment: does it fit, how many requests at max_model_len, how fast, which flags.
@@ -56,6 +58,9 @@ def register(app: typer.Typer) -> None:
         flags = parse_vllm_argv(list(ctx.args))
         spec_gpu, count = parse_gpu_arg(gpu)
         cfg = EngineConfig(model=model, flags=flags)
+        if from_log:
+            _against_log(cfg, spec_gpu, count, vllm_version, from_log, as_json)
+            return
         result = plan_for(cfg, spec_gpu, count, vllm_version=vllm_version, available_kv_bytes=_available(available_kv))
         _emit(result, as_json)
 
@@ -68,6 +73,48 @@ def register(app: typer.Typer) -> None:
         from servetune.plan.demo import run_demo
 
         run_demo(detail=detail, as_json=as_json)
+
+
+def _against_log(cfg: Any, gpu: Any, count: int, version: str | None, path: str, as_json: bool) -> None:
+    """Plans with the log's available KV memory (exact part) and without it (overhead model), and compares."""
+    import json
+    from pathlib import Path
+
+    from servetune.plan.api import plan_for
+    from servetune.plan.calibrate import (
+        available_bytes,
+        check_overhead,
+        read_startup_log,
+    )
+
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError as err:
+        raise ServetuneError(f"cannot read --from-log {path}: {err.strerror}", "pass the path of a vLLM startup log") from err
+    figures = read_startup_log(text)
+    if figures.available_kv_gib is None:
+        raise ServetuneError(f"{path} has no 'Available KV cache memory' line", "pass the log of a vLLM start that got that far")
+    version = version or figures.version
+    exact = plan_for(cfg, gpu, count, vllm_version=version, available_kv_bytes=available_bytes(figures))
+    modelled = plan_for(cfg, gpu, count, vllm_version=version, with_fixes=False)
+    check = check_overhead(
+        requested_bytes=modelled.requested_bytes, weights_bytes=modelled.weights_bytes_per_gpu, overhead=modelled.overhead,
+        available_model_bytes=modelled.available_kv_bytes,
+        uncertainty_bytes=modelled.available_kv_high_bytes - modelled.available_kv_bytes, figures=figures,
+        total_bytes=gpu.memory_bytes,
+    )
+    match = bool(figures.log_lines) and exact.log_lines == figures.log_lines[-len(exact.log_lines):]
+    if as_json:
+        typer.echo(json.dumps({"lines_reproduced": match, "logged": figures.model_dump(), "check": check.model_dump(),
+                               "plan": exact.model_dump(mode="json")}, indent=2))
+        return
+    from rich.console import Console
+
+    from servetune.plan.render import render, render_check
+
+    console = Console(width=130)
+    render(exact, console)
+    render_check(check, figures, exact, match, console)
 
 
 def _emit(plan: Any, as_json: bool) -> None:

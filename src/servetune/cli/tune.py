@@ -42,8 +42,13 @@ def tune(
     from servetune.tune.runner import run_experiment
 
     console = Console(stderr=True)
-    outcome = run_experiment(exp, folder, resume=resume, emit=lambda line: console.print(line, markup=False,
-                                                                                            highlight=False))
+    try:
+        outcome = run_experiment(exp, folder, resume=resume,
+                                 emit=lambda line: console.print(line, markup=False, highlight=False))
+    except KeyboardInterrupt:
+        typer.secho(f"\ninterrupted: every finished run is kept in {folder}; continue with "
+                    f"`servetune tune {experiment} --out {folder} --resume`", err=True)
+        raise typer.Exit(130) from None
     _print_outcome(outcome)
 
 

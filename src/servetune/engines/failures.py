@@ -9,11 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from servetune.errors import ServetuneError
+
+if TYPE_CHECKING:
+    from servetune.process.group import TeardownReport
 
 FailureClass = Literal[
     "weights_oom",
@@ -50,7 +53,7 @@ class EngineLaunchError(ServetuneError):
         super().__init__(f"engine failed: {failure.klass}{where}\n{failure.excerpt}", failure.hint)
         self.failure = failure
         self.log_path = log_path
-        self.teardown: object | None = None
+        self.teardown: TeardownReport | None = None
         """The TeardownReport of the failed launch's process group (set by `launch`)."""
 
 
@@ -82,7 +85,7 @@ EXCERPT_MAX_CHARS = 1500
 
 def excerpt_around(text: str, start: int, end: int) -> str:
     """The matching lines plus a little context before them, trimmed to a readable size."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # not splitlines(): progress bars' "\r" would shift the line numbers
     first = text.count("\n", 0, start)
     last = text.count("\n", 0, end)
     chunk = "\n".join(lines[max(0, first - EXCERPT_CONTEXT_LINES): last + 1])
@@ -109,4 +112,4 @@ def classify_log(text: str, patterns: Sequence[Pattern]) -> FailureInfo | None:
 
 def tail_excerpt(text: str, lines: int = 12) -> str:
     """The last lines of a log (the proof for classes that have no telling line of their own)."""
-    return "\n".join(text.rstrip().splitlines()[-lines:])[-EXCERPT_MAX_CHARS:]
+    return "\n".join(text.rstrip().split("\n")[-lines:])[-EXCERPT_MAX_CHARS:]

@@ -17,7 +17,7 @@ from types import TracebackType
 from servetune.engines.adapter import EngineAdapter
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
-from servetune.engines.failures import EngineLaunchError, FailureInfo, classify_log, tail_excerpt
+from servetune.engines.failures import EngineLaunchError, FailureClass, FailureInfo, classify_log, tail_excerpt
 from servetune.engines.readiness import probe
 from servetune.engines.registry import adapter_for
 from servetune.process.group import ProcessGroup, TeardownReport
@@ -138,15 +138,16 @@ def launch(
         updates["max_model_len"] = max_len
     if updates:
         facts = facts.model_copy(update=updates)
-    return RunningEngine(cfg.model_copy(update={"version": cfg.version or facts.version}), adapter, group,
-                         base_url, facts, log_path, startup_s, ready_log_offset=len(text))
+    return RunningEngine(cfg, adapter, group, base_url, facts, log_path, startup_s, ready_log_offset=len(text))
 
 
-def _failure(klass_default: str, text: str, adapter: EngineAdapter, hint: str, code: int | None) -> FailureInfo:
+def _failure(klass_default: FailureClass, text: str, adapter: EngineAdapter, hint: str,
+             code: int | None) -> FailureInfo:
+    """The specific class the log proves, else `klass_default` with the log's last lines as proof."""
     found = classify_log(text, adapter.failure_patterns())
     if found is not None:
         return found.model_copy(update={"exit_code": code})
-    return FailureInfo(klass=klass_default, excerpt=tail_excerpt(text), hint=hint, exit_code=code)  # type: ignore[arg-type]
+    return FailureInfo(klass=klass_default, excerpt=tail_excerpt(text), hint=hint, exit_code=code)
 
 
 def _wait_ready(cfg: EngineConfig, adapter: EngineAdapter, group: ProcessGroup, base_url: str,

@@ -37,7 +37,7 @@ def detect() -> list[tuple[str, int]]:
         return []
     try:
         pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - NVML raises its own error types when no driver is present
+    except Exception:  # NVML raises its own error types when no driver is present
         return []
     try:
         found = []

@@ -90,7 +90,7 @@ class Client:
         if self.stream:
             body["stream_options"] = {"include_usage": True}
         body.update(self.extra_body)
-        return self.pool.build(self.path, json.dumps(body).encode())
+        return self.pool.build(self.path, json.dumps(body).encode(), self.headers)
 
     async def send(self, turn: Turn, record: RequestRecord) -> RequestRecord:
         """Runs one request; fills the record's timeline, tokens and outcome. Never raises for server faults."""
@@ -118,14 +118,15 @@ class Client:
             error = (err.cls, str(err))
         finally:
             self.watchdog.inflight.pop(conn, None)
-        record.done_ns = conn.last_ns
+        # a normal end: the arrival of the last bytes; a failure: when it was noticed
+        record.done_ns = conn.last_ns if error is None else _now()
         record.chunk_ns = state.chunk_ns
         record.first_content_ns = state.first_content_ns
         record.reasoning_chunks = state.reasoning_chunks
         record.http_status = state.status or None
-        if error is None:
-            error = self._classify(state)
         facts = parse_final(state)
+        if error is None:
+            error = self._classify(state, facts)
         self._tokens(record, state, facts)
         record.finish_reason = facts["finish_reason"]
         if error is None and facts.get("error"):
@@ -141,7 +142,7 @@ class Client:
         return record
 
     @staticmethod
-    def _classify(state: StreamState) -> tuple[ErrorClass, str] | None:
+    def _classify(state: StreamState, facts: dict) -> tuple[ErrorClass, str] | None:
         status = state.status
         if status != 200:
             text = b"".join(state.body).decode("utf-8", "replace")[:300]
@@ -152,7 +153,7 @@ class Client:
             return ErrorClass.ERROR_EVENT, state.error
         if state.invalid is not None:
             return ErrorClass.INVALID_RESPONSE, state.invalid
-        if state.stream and not state.done and state.finish_payload is None:
+        if state.stream and not state.done and facts["finish_reason"] is None:
             return ErrorClass.TRUNCATED, "the stream ended without a finish reason or [DONE]"
         return None
 
@@ -179,3 +180,4 @@ class Client:
             record.output_tokens, record.output_tokens_source = len(state.chunk_ns), "chunks"
         elif not state.stream and facts.get("text"):
             record.output_tokens, record.output_tokens_source = len(facts["text"].split()), "chunks"
+

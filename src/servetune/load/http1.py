@@ -106,12 +106,22 @@ class _Conn(asyncio.Protocol):
         now = _now()
         self.last_ns = now
         state = self.state
+        sink = self.sink
         if state == _CHUNK_SIZE and not self.buf:
-            buf = data  # the common case: whole chunks in one read, nothing pending
+            # The common case: exactly one whole chunk in this read, nothing pending.
+            nl = data.find(b"\r\n", 0, 12)
+            if nl > 0:
+                try:
+                    size = int(data[:nl], 16)
+                except ValueError:
+                    size = 0
+                if size and len(data) == nl + size + 4 and sink is not None:
+                    sink.on_body(data[nl + 2 : nl + 2 + size], now)
+                    return
+            buf = data
         else:
             buf = self.buf + data
         self.buf = b""
-        sink = self.sink
         if sink is None:
             return
         pos = 0
@@ -122,9 +132,12 @@ class _Conn(asyncio.Protocol):
                 if nl < 0:
                     break
                 try:
-                    size = int(buf[pos:nl].split(b";", 1)[0], 16)
+                    size = int(buf[pos:nl], 16)
                 except ValueError:
-                    return self._fail(f"bad chunk size line {buf[pos:nl][:40]!r}")
+                    try:
+                        size = int(buf[pos:nl].split(b";", 1)[0], 16)  # a chunk extension
+                    except ValueError:
+                        return self._fail(f"bad chunk size line {buf[pos:nl][:40]!r}")
                 if size == 0:
                     term = buf.find(b"\r\n\r\n", nl)  # optional trailers, then an empty line
                     if term < 0 and buf[nl + 2 : nl + 4] != b"\r\n":

@@ -71,7 +71,7 @@ class RequestFactory:
             if not history and prefix:
                 n_in = max(n_in, klass.shared_prefix_tokens + 1)
             head = [t for _, t in history] if history else ([prefix] if prefix else [])
-            text, total = await self._fit(rng, n_in, head, fresh=not history)
+            text, total = await self._fit(rng, n_in, head)
             messages = ([("system", prefix)] if prefix and not history else []) + history + [("user", text)]
             turns.append(Turn(self._fields(messages), total if self.counter.exact else None, n_out))
             if not history and prefix:
@@ -89,7 +89,7 @@ class RequestFactory:
         key = (ci, group)
         if key not in self._prefixes:
             rng = np.random.default_rng([self.workload.seed, 1_000_003, ci, group])
-            self._prefixes[key] = await self._fit(rng, klass.shared_prefix_tokens, [], fresh=True)
+            self._prefixes[key] = await self._fit(rng, klass.shared_prefix_tokens, [])
         return self._prefixes[key]
 
     async def _count(self, parts: list[str]) -> int:
@@ -98,22 +98,30 @@ class RequestFactory:
             return sum(await self.counter.count(parts))
         return (await self.counter.count([" ".join(parts)]))[0]
 
-    async def _fit(self, rng, target: int, head: list[str], fresh: bool) -> tuple[str, int]:
-        """New words such that head + words has exactly `target` tokens (or the closest the counter allows)."""
+    async def _fit(self, rng, target: int, head: list[str]) -> tuple[str, int]:
+        """New words such that head + words has exactly `target` tokens, or the closest count above it.
+
+        The pool's words are one token each for a local tokenizer, so the first count is usually exact;
+        otherwise a binary search over the number of words finds the shortest prompt reaching the target.
+        """
         base = await self._count(head) if head else 0
         want = max(1, target - base)
-        words = list(rng.choice(self.pool, size=want))
-        total = base
-        for _ in range(8):
-            total = await self._count([*head, " ".join(words)])
-            diff = target - total
-            if diff == 0 or not self.counter.exact:
-                break
-            if diff > 0:
-                words.extend(rng.choice(self.pool, size=diff))
+        words = list(rng.choice(self.pool, size=2 * want + 8))
+
+        async def tokens(k: int) -> int:
+            return await self._count([*head, " ".join(words[:k])])
+
+        total = await tokens(want)
+        if total == target or not self.counter.exact:
+            return " ".join(words[:want]), total
+        lo, hi = 1, len(words)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if await tokens(mid) >= target:
+                hi = mid
             else:
-                del words[max(1, len(words) + diff) :]
-        return " ".join(words), total
+                lo = mid + 1
+        return " ".join(words[:lo]), await tokens(lo)
 
     async def _from_file(self, index: int) -> Conversation:
         if self._file is None:

@@ -220,8 +220,8 @@ async def run_load(
     count_output = counter.count_one if isinstance(counter, LocalTokenizer) else None
     client = Client(pool, model, endpoint, stream, api_key, extra_body, workload.output_control, count_output, keep_text, watchdog)
     run = _Run(client, factory, shape, on_record)
-    want = shape.warmup_requests + (shape.requests or 0)
-    await run.prebuild(min(max(want, shape.concurrency or 0), 4096))
+    await run.prebuild(_expected_conversations(shape))
+    await counter.aclose()
     await _open_connections(pool, min(shape.concurrency or shape.max_concurrency or 64, 1024), base_url)
     started_at = dt.datetime.now(dt.timezone.utc).isoformat()
     dog = asyncio.ensure_future(watchdog.run())
@@ -233,6 +233,7 @@ async def run_load(
     finally:
         dog.cancel()
         pool.close()
+        await counter.aclose()
     records = sorted(run.records, key=lambda r: (r.sent_ns, r.index, r.turn))
     return LoadResult(
         base_url=base_url,
@@ -247,6 +248,17 @@ async def run_load(
         records=records,
         summary=summarize(records, slos=slos, percentiles=percentiles),
     )
+
+
+def _expected_conversations(shape: LoadShape) -> int:
+    """How many conversations to build before the clock starts (the rest are built on demand)."""
+    want = shape.warmup_requests + (shape.requests or 0)
+    if shape.duration_s is not None and shape.kind == "rate" and shape.rate != float("inf"):
+        seconds = shape.warmup_s + shape.duration_s + shape.cooldown_s
+        want = max(want, shape.warmup_requests + int(1.2 * (shape.rate or 0) * seconds) + 16)
+    elif shape.duration_s is not None:
+        want = max(want, 4 * (shape.concurrency or shape.max_concurrency or 64))
+    return min(max(want, shape.concurrency or 0), 4096)
 
 
 async def _open_connections(pool: Pool, n: int, base_url: str) -> None:

@@ -15,7 +15,6 @@ import re
 # A non-empty output string in a completions (`text`) or chat (`content`, `reasoning_content`, `reasoning`)
 # chunk. Inside JSON strings quotes are escaped, so these keys cannot be matched inside generated text.
 _OUTPUT = re.compile(rb'"(text|content|reasoning_content|reasoning)"\s*:\s*"[^"]')
-_REASONING_KEY = re.compile(rb'"(reasoning_content|reasoning)"\s*:\s*"[^"]')
 _CONTENT_KEY = re.compile(rb'"(text|content)"\s*:\s*"[^"]')
 
 
@@ -31,8 +30,12 @@ class StreamState:
         "done",
         "error",
         "invalid",
-        "finish_payload",
-        "usage_payload",
+        "last_output",
+        "others",
+        "key",
+        "key_len",
+        "key_is_reasoning",
+        "hint",
         "outputs",
         "keep_outputs",
         "body",
@@ -48,8 +51,12 @@ class StreamState:
         self.done = False
         self.error: str | None = None
         self.invalid: str | None = None
-        self.finish_payload: bytes | None = None
-        self.usage_payload: bytes | None = None
+        self.last_output: bytes | None = None  # finish_reason is read from it (and from `others`) at the end
+        self.others: list[bytes] = []
+        self.key = b'"text":"'  # the output key the inline path looks for; adapts to the stream
+        self.key_len = len(self.key)
+        self.key_is_reasoning = False
+        self.hint = 0
         self.outputs: list[bytes] = []
         self.keep_outputs = keep_outputs
         self.body: list[bytes] = []
@@ -74,17 +81,31 @@ class StreamState:
             end = find(b"\n\n", start)
             if end < 0:
                 break
+            # The common case, inline: `data: {...}` holding a non-empty string under the key seen last time.
+            if data.startswith(b"data: {", start):
+                payload = data[start + 6 : end]
+                i = self.hint  # chunks of one stream share their layout: the key is usually where it was
+                if not payload.startswith(self.key, i):
+                    i = self.hint = payload.find(self.key)
+                if i > 0 and payload[i + self.key_len] != 34 and payload.isascii() and not payload.startswith(b'{"error"'):
+                    self.chunk_ns.append(now_ns)
+                    self.last_output = payload
+                    if self.key_is_reasoning:
+                        self.reasoning_chunks += 1
+                    elif self.first_content_ns is None:
+                        self.first_content_ns = now_ns
+                    if self.keep_outputs:
+                        self.outputs.append(payload)
+                    start = end + 2
+                    continue
             self._event(data[start:end], now_ns)
             start = end + 2
         self.pending = data[start:] if start < len(data) else b""
 
     def _event(self, event: bytes, now_ns: int) -> None:
-        if event.startswith(b"data: "):
-            payload = event[6:]
-            if b"\n" in payload:
-                payload = b"\n".join(line.removeprefix(b"data:").lstrip(b" ") for line in payload.split(b"\n"))
-        elif event.startswith(b"data:"):
-            payload = event[5:]
+        """Any event the inline path did not take: other keys, errors, usage, [DONE], comments, odd framing."""
+        if event.startswith(b"data:"):
+            payload = b"\n".join(ln[5:].lstrip(b" ") for ln in event.split(b"\n") if ln.startswith(b"data:"))
         else:  # comments (": ping"), `event:` lines, multi-line events
             lines = [ln for ln in event.split(b"\n") if ln.startswith(b"data:")]
             if not lines:
@@ -105,8 +126,12 @@ class StreamState:
             self._maybe_error(payload)
         m = _OUTPUT.search(payload)
         if m is not None:
+            self.key = m.group(0)[:-1]
+            self.key_len = len(self.key)
+            self.key_is_reasoning = m.group(1)[0] == 114  # b"r"
             self.chunk_ns.append(now_ns)
-            if m.group(1)[0] == 114:  # b"r": reasoning first in this chunk
+            self.last_output = payload
+            if self.key_is_reasoning:
                 self.reasoning_chunks += 1
                 if self.first_content_ns is None and _CONTENT_KEY.search(payload) is not None:
                     self.first_content_ns = now_ns
@@ -114,10 +139,8 @@ class StreamState:
                 self.first_content_ns = now_ns
             if self.keep_outputs:
                 self.outputs.append(payload)
-        if b'"finish_reason":null' not in payload and b'"finish_reason"' in payload:
-            self.finish_payload = payload
-        if b'"usage":{' in payload or b'"usage": {' in payload:
-            self.usage_payload = payload
+        else:
+            self.others.append(payload)  # role-only, finish-only and usage chunks: read once at the end
 
     def _maybe_error(self, payload: bytes) -> None:
         try:
@@ -153,17 +176,18 @@ def parse_final(state: StreamState) -> dict:
             facts["text"] = choice.get("text") if "text" in choice else message.get("content")
             facts["reasoning_text"] = message.get("reasoning_content") or message.get("reasoning")
         return facts
-    for payload, key in ((state.finish_payload, "finish"), (state.usage_payload, "usage")):
-        if payload is None:
-            continue
+    for payload in ([state.last_output] if state.last_output is not None else []) + state.others:
         try:
             obj = json.loads(payload)
         except ValueError:
             continue
-        if key == "finish" and obj.get("choices"):
-            facts["finish_reason"] = obj["choices"][0].get("finish_reason")
-        if key == "usage":
-            facts["usage"] = obj.get("usage")
+        if not isinstance(obj, dict):
+            continue
+        choices = obj.get("choices") or []
+        if choices and isinstance(choices[0], dict) and choices[0].get("finish_reason"):
+            facts["finish_reason"] = choices[0]["finish_reason"]
+        if obj.get("usage"):
+            facts["usage"] = obj["usage"]
     if state.keep_outputs:
         texts, reasoning = [], []
         for payload in state.outputs:

@@ -35,6 +35,8 @@ class TokenCounter(Protocol):
 
     def words(self) -> list[str]: ...
 
+    async def aclose(self) -> None: ...
+
 
 class WordCounter:
     """No tokenizer available: one token per word. Approximate; the validity report says so."""
@@ -47,6 +49,9 @@ class WordCounter:
 
     def words(self) -> list[str]:
         return list(dict.fromkeys(_COMMON))
+
+    async def aclose(self) -> None:
+        return None
 
 
 class LocalTokenizer:
@@ -90,6 +95,9 @@ class LocalTokenizer:
             return WordCounter().words()
         return found
 
+    async def aclose(self) -> None:
+        return None
+
 
 class ServerTokenizer:
     """The server's own `/tokenize` (vLLM, SGLang, llama.cpp, the mock): exact for that server."""
@@ -100,22 +108,27 @@ class ServerTokenizer:
         self.url = base_url.rstrip("/") + "/tokenize"
         self.model = model
         self.name = f"{self.url}"
+        self._session = None  # one keep-alive aiohttp session, opened on first use
 
     async def count(self, texts: Sequence[str]) -> list[int]:
         import aiohttp
 
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
         out = []
-        async with aiohttp.ClientSession() as session:
-            for text in texts:
-                body = {"model": self.model, "prompt": text, "add_special_tokens": False}
-                async with session.post(self.url, json=body) as resp:
-                    if resp.status != 200:
-                        raise ServetuneError(
-                            f"{self.url} answered HTTP {resp.status}", "use a local tokenizer.json (--tokenizer PATH)"
-                        )
-                    data = json.loads(await resp.read())
-                out.append(int(data["count"]) if "count" in data else len(data["tokens"]))
+        for text in texts:
+            body = {"model": self.model, "prompt": text, "add_special_tokens": False}
+            async with self._session.post(self.url, json=body) as resp:
+                if resp.status != 200:
+                    raise ServetuneError(f"{self.url} answered HTTP {resp.status}", "use a local tokenizer.json (--tokenizer PATH)")
+                data = json.loads(await resp.read())
+            out.append(int(data["count"]) if "count" in data else len(data["tokens"]))
         return out
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     def words(self) -> list[str]:
         return WordCounter().words()
@@ -131,6 +144,7 @@ async def make_counter(tokenizer: str | None, base_url: str, model: str) -> Toke
     try:
         await server.count(["hello world"])
     except Exception as err:  # noqa: BLE001 - any failure means: no usable /tokenize
+        await server.aclose()
         if tokenizer == "server":
             raise ServetuneError(f"the server's /tokenize does not work: {err}", "pass --tokenizer PATH/tokenizer.json") from err
         return WordCounter()

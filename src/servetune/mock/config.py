@@ -82,4 +82,5 @@ class MockConfig:
     reasoning_tokens: int = 0
     max_model_len: int = 1_000_000
     precise: bool = True
+    api_key: str | None = None  # when set, requests without `Authorization: Bearer <key>` get HTTP 401
     faults: tuple[Fault, ...] = field(default_factory=tuple)

@@ -111,7 +111,7 @@ _STREAM_HEAD = (
 
 
 def _response(status: int, body: bytes, content_type: bytes = b"application/json") -> bytes:
-    reason = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 429: b"Too Many Requests"}.get(status, b"Error")
+    reason = {200: b"OK", 400: b"Bad Request", 401: b"Unauthorized", 404: b"Not Found", 429: b"Too Many Requests"}.get(status, b"Error")
     return b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s" % (
         status,
         reason,
@@ -247,17 +247,21 @@ class _Connection(asyncio.Protocol):
                 return
             head = self.buf[:end].decode("latin-1").split("\r\n")
             length = 0
+            auth = ""
             for line in head[1:]:
                 name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
+                name = name.strip().lower()
+                if name == "content-length":
                     length = int(value)
+                elif name == "authorization":
+                    auth = value.strip()
             if len(self.buf) < end + 4 + length:
                 return
             body = self.buf[end + 4 : end + 4 + length]
             self.buf = self.buf[end + 4 + length :]
             method, path, *_ = head[0].split(" ")
             self.busy = True
-            self.server.handle(self, method, path.split("?")[0], body)
+            self.server.handle(self, method, path.split("?")[0], body, auth)
 
     def send(self, data: bytes) -> None:
         self.transport.write(data)
@@ -305,8 +309,10 @@ class MockServer:
                 return fault
         return None
 
-    def handle(self, conn: _Connection, method: str, path: str, raw: bytes) -> None:
+    def handle(self, conn: _Connection, method: str, path: str, raw: bytes, auth: str = "") -> None:
         cfg = self.config
+        if cfg.api_key is not None and path.startswith("/v1/") and auth != f"Bearer {cfg.api_key}":
+            return conn.send(_response(401, _error_body(401, "missing or wrong API key")))
         if method == "GET" and path == "/health":
             return conn.send(_response(200, b""))
         if method == "GET" and path == "/v1/models":

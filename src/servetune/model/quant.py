@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict
 
 from servetune.errors import ServetuneError
 
-QuantMethod = Literal["none", "fp8", "int8", "awq", "gptq"]
+QuantMethod = Literal["none", "fp8", "int8", "awq", "gptq", "nvfp4"]
 
-SUPPORTED = ("none", "bf16", "fp16", "fp8", "int8", "awq", "gptq", "int4", "w4a16", "compressed-tensors")
+SUPPORTED = ("none", "bf16", "fp16", "fp8", "int8", "awq", "gptq", "int4", "w4a16", "nvfp4", "compressed-tensors")
 
 
 class QuantSpec(BaseModel):
@@ -33,10 +33,13 @@ class QuantSpec(BaseModel):
         """Bytes per quantized weight, including its share of the scales and zero points.
 
         Groupwise int4 keeps an fp16 scale and a 4-bit zero per group of `group_size` inputs:
-        4 + (16 + 4) / 128 = 4.156 bits at group 128 (what AWQ/GPTQ checkpoints weigh).
+        4 + (16 + 4) / 128 = 4.156 bits at group 128 (what AWQ/GPTQ checkpoints weigh). NVFP4 keeps an FP8
+        scale per 16 weights: 4.5 bits.
         """
         if self.method == "none":
             return self.weight_bits / 8
+        if self.method == "nvfp4":
+            return (4 + 8 / 16) / 8
         if self.group_size:
             return (self.weight_bits + 20 / self.group_size) / 8
         return self.weight_bits / 8
@@ -52,7 +55,7 @@ class QuantSpec(BaseModel):
     @property
     def min_compute_capability(self) -> float:
         """Lowest compute capability vLLM's kernels for this method run on (Marlin kernels need 8.0)."""
-        return {"none": 0.0, "fp8": 8.0, "int8": 7.5, "awq": 7.5, "gptq": 6.0}[self.method]
+        return {"none": 0.0, "fp8": 8.0, "int8": 7.5, "awq": 7.5, "gptq": 6.0, "nvfp4": 8.0}[self.method]
 
 
 def quant_from_flag(name: str, group_size: int | None = None) -> QuantSpec:
@@ -60,6 +63,8 @@ def quant_from_flag(name: str, group_size: int | None = None) -> QuantSpec:
     key = name.strip().lower().replace("_", "-")
     if key in ("none", "bf16", "bfloat16", "fp16", "float16", "auto"):
         return QuantSpec(source="flag")
+    if key in ("nvfp4", "fp4", "modelopt-fp4"):
+        return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, source="flag")
     if key in ("fp8", "fbgemm-fp8", "modelopt"):
         return QuantSpec(method="fp8", weight_bits=8, source="flag")
     if key in ("int8", "w8a8", "bitsandbytes-int8", "experts-int8"):
@@ -82,6 +87,8 @@ def quant_from_config(qc: dict[str, Any]) -> QuantSpec:
         group = qc.get("group_size", qc.get("q_group_size", 128))
         group_size = int(group) if group and int(group) > 0 else None
         return QuantSpec(method=method, weight_bits=bits, group_size=group_size, source="quantization_config")  # type: ignore[arg-type]
+    if method == "modelopt" and "fp4" in str(qc.get("quant_algo", "")).lower():
+        return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, source="quantization_config")
     if method in ("fp8", "fbgemm_fp8", "modelopt"):
         return QuantSpec(method="fp8", weight_bits=8, source="quantization_config")
     if method == "compressed-tensors":
@@ -100,6 +107,8 @@ def _compressed_tensors(qc: dict[str, Any]) -> QuantSpec:
         weights = group.get("weights") or {}
         bits = int(weights.get("num_bits", 8))
         kind = str(weights.get("type", "int"))
+        if kind == "float" and bits == 4:
+            return QuantSpec(method="nvfp4", weight_bits=4, group_size=16, source="quantization_config")
         if kind == "float" and bits == 8:
             return QuantSpec(method="fp8", weight_bits=8, source="quantization_config")
         if bits == 8:

@@ -20,41 +20,14 @@ from servetune.model.spec import ModelSpec, load_model_spec
 from servetune.plan import kvcache, memory, roofline
 from servetune.plan.command import docker_command, serve_command
 from servetune.plan.defaults import batch_defaults
-from servetune.plan.inputs import PlanInputs, inputs_from_flags
-from servetune.plan.rules import check, valid_tp_sizes
+from servetune.plan.fixes import Fix, find_fixes
+from servetune.plan.inputs import flag_key, inputs_from_flags
+from servetune.plan.rules import check
+from servetune.plan.speeds import SpeedEstimate, speed_estimates
 from servetune.plan.versions import behaviour
 
 MTP_METHODS = ("mtp", "qwen3_next_mtp", "qwen3_5_mtp", "deepseek_mtp", "ernie_mtp", "glm4_moe_mtp")
 DEFAULT_ACCEPTANCE = 0.7
-
-
-class Fix(BaseModel):
-    """A change that makes an infeasible plan fit, with the capacity it gives."""
-
-    model_config = ConfigDict(frozen=True)
-
-    change: str
-    flags: dict[str, Any]
-    num_gpus: int
-    max_concurrency: float
-    kv_cache_tokens: int
-    weights_gib_per_gpu: float
-
-    def __str__(self) -> str:
-        return f"{self.change}: {self.max_concurrency:.2f}x at max_model_len ({self.kv_cache_tokens:,} KV tokens)"
-
-
-class SpeedEstimate(BaseModel):
-    """A roofline figure: the ideal ceiling and the expected value with the efficiency factors."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    batch: int
-    context: int
-    ideal: float
-    expected: float
-    unit: str
 
 
 class Plan(BaseModel):
@@ -139,7 +112,7 @@ def plan_for(
     if cfg.engine not in ("vllm", "sim"):
         raise ServetuneError(f"the planner models vLLM, not {cfg.engine}", "plan a vLLM EngineConfig (engine='vllm')")
     inputs = inputs_from_flags(cfg.flags)
-    if "tensor-parallel-size" not in _dashed(cfg.flags) and "tp" not in cfg.flags and num_gpus > 1:
+    if "tensor-parallel-size" not in {flag_key(k) for k in cfg.flags} and num_gpus > 1:
         inputs = inputs.model_copy(update={"tensor_parallel_size": max(1, num_gpus // inputs.pipeline_parallel_size)})
     beh = behaviour(vllm_version or cfg.version)
     if spec is None:
@@ -220,10 +193,15 @@ def plan_for(
     low = kvcache.capacity(lay, available_kv_bytes=max(avail - unc, 0), max_model_len=max_len, behaviour=beh)
     high = kvcache.capacity(lay, available_kv_bytes=max(avail + unc, 0), max_model_len=max_len, behaviour=beh)
     feasible = not reasons
+    if source == "model" and feasible and not low.fits_one_request:
+        notes.append("tight: with overheads at the high end of the model's range one max-length request would not fit; "
+                     "measure once (servetune plan --from-log) or leave headroom")
+    elif source == "model" and not feasible and reasons[-1].startswith("one request") and high.fits_one_request:
+        notes.append("borderline: with overheads at the low end of the model's range it would fit")
 
-    flags = _serve_flags(cfg.flags, inputs, rules.extra_flags, max_len, auto_len, tp)
+    flags = _serve_flags(cfg.flags, rules.extra_flags, max_len, auto_len, tp)
     costs = roofline.model_costs(spec, tp=tp, kv_cache_dtype=inputs.kv_cache_dtype, with_mtp=with_mtp)
-    speeds = _speeds(costs, gpu, lay, cap.num_blocks, mns, mnbt, max_len, spec_tokens if with_mtp else 0,
+    speeds = speed_estimates(costs, gpu, lay, cap.num_blocks, mns, mnbt, max_len, spec_tokens if with_mtp else 0,
                      efficiency or roofline.Efficiency(), acceptance_rate)
     version = beh.version
     plan = Plan(
@@ -243,21 +221,19 @@ def plan_for(
         docker_command=docker_command(cfg.model, flags, version=version),
     )
     if not feasible and with_fixes:
-        plan = plan.model_copy(update={"fixes": find_fixes(cfg, gpu, num_gpus, spec, inputs, plan, vllm_version=version,
-                                                           overhead_model=overhead_model)})
+        def replan(changed: EngineConfig, n: int) -> Plan:
+            return plan_for(changed, gpu, n, vllm_version=version, overhead_model=overhead_model, with_fixes=False)
+
+        plan = plan.model_copy(update={"fixes": find_fixes(cfg, gpu, num_gpus, spec, inputs, plan, replan)})
     return plan
 
 
-def _dashed(flags: dict[str, Any]) -> set[str]:
-    return {k.lstrip("-").replace("_", "-") for k in flags}
-
-
 def _serve_flags(
-    user: dict[str, Any], inputs: PlanInputs, extra: dict[str, str], max_len: int, auto_len: bool, tp: int
+    user: dict[str, Any], extra: dict[str, str], max_len: int, auto_len: bool, tp: int
 ) -> dict[str, Any]:
     """The user's flags in vLLM spelling, plus what the plan decided (TP, a resolved max_model_len, fallbacks)."""
-    flags: dict[str, Any] = {k.lstrip("-").replace("_", "-"): v for k, v in user.items() if v is not None}
-    if tp > 1 and "tensor-parallel-size" not in flags and "tp" not in flags:
+    flags: dict[str, Any] = {flag_key(k): v for k, v in user.items() if v is not None}
+    if tp > 1 and "tensor-parallel-size" not in flags:
         flags = {"tensor-parallel-size": tp, **flags}
     if "max-model-len" in flags and not auto_len:
         flags["max-model-len"] = max_len
@@ -266,76 +242,3 @@ def _serve_flags(
     return flags
 
 
-def _speeds(
-    costs: roofline.ModelCosts, gpu: GPUSpec, lay: kvcache.KVLayout, num_blocks: int, mns: int, mnbt: int,
-    max_len: int, spec_tokens: int, eff: roofline.Efficiency, acceptance: float,
-) -> list[SpeedEstimate]:
-    accepted = roofline.accepted_tokens(spec_tokens, acceptance) if spec_tokens else 0.0
-    out = []
-    short = min(1024, max_len)
-    per_2k = lay.blocks_for(min(2048, max_len))
-    batch = max(1, min(mns, num_blocks // per_2k if per_2k else 1))
-    for name, b, ctx in (
-        (f"decode, 1 stream, {short:,} context", 1, short),
-        (f"decode, 1 stream, {max_len:,} context", 1, max_len),
-        (f"decode, {batch} stream{'s' if batch > 1 else ''} x {min(2048, max_len):,} context (aggregate)", batch,
-         min(2048, max_len)),
-    ):
-        vals = [
-            b * (1 + accepted) / roofline.decode_step_time(costs, gpu, batch=b, context=ctx, spec_tokens=spec_tokens,
-                                                           eff=eff, ideal=ideal).seconds
-            for ideal in (True, False)
-        ]
-        out.append(SpeedEstimate(name=name, batch=b, context=ctx, ideal=vals[0], expected=vals[1], unit="tok/s"))
-    for tokens in sorted({min(2048, max_len), max_len}):
-        vals = [roofline.prefill_time(costs, gpu, tokens=tokens, chunk=mnbt, eff=eff, ideal=ideal) for ideal in (True, False)]
-        out.append(SpeedEstimate(name=f"prefill {tokens:,} tokens (TTFT, idle server)", batch=1, context=tokens,
-                                 ideal=vals[0], expected=vals[1], unit="s"))
-    return out
-
-
-def find_fixes(
-    cfg: EngineConfig, gpu: GPUSpec, num_gpus: int, spec: ModelSpec, inputs: PlanInputs, plan: Plan, *,
-    vllm_version: str, overhead_model: memory.OverheadModel | None,
-) -> list[Fix]:
-    """Single changes (then pairs) that make the plan fit, each with its resulting capacity."""
-    tp = inputs.tensor_parallel_size
-    int4 = "gptq" if gpu.compute_capability < 7.5 else "awq"
-    candidates: list[tuple[str, dict[str, Any], int]] = []
-    for t in valid_tp_sizes(spec):
-        if t > tp:
-            candidates.append((f"tensor-parallel-size {t}", {"tensor-parallel-size": t}, max(num_gpus, t * inputs.pipeline_parallel_size)))
-            break
-    if spec.quant.method == "none":
-        candidates.append((f"INT4 weights ({int4.upper()} group 128 checkpoint)", {"quantization": int4}, num_gpus))
-        if gpu.compute_capability >= 8.0:
-            candidates.append(("FP8 weights", {"quantization": "fp8"}, num_gpus))
-    if not inputs.kv_fp8:
-        candidates.append(("FP8 KV cache", {"kv-cache-dtype": "fp8"}, num_gpus))
-    if plan.estimated_max_model_len and plan.estimated_max_model_len < plan.max_model_len:
-        candidates.append((f"max-model-len {plan.estimated_max_model_len:,}", {"max-model-len": plan.estimated_max_model_len}, num_gpus))
-    if plan.gpu_memory_utilization < 0.95:
-        candidates.append(("gpu-memory-utilization 0.95", {"gpu-memory-utilization": 0.95}, num_gpus))
-    if gpu.compute_capability < 8.0 and "dtype" not in _dashed(cfg.flags):
-        candidates = [(c, {**f, "dtype": "float16"}, n) for c, f, n in candidates]
-
-    def attempt(change: str, flags: dict[str, Any], n: int) -> Fix | None:
-        try:
-            trial = plan_for(cfg.with_flags(**{k.replace("-", "_"): v for k, v in flags.items()}), gpu, n,
-                             vllm_version=vllm_version, overhead_model=overhead_model, with_fixes=False)
-        except ServetuneError:
-            return None
-        if not trial.feasible:
-            return None
-        return Fix(change=change + (f" on {n} GPUs" if n != num_gpus else ""), flags=flags, num_gpus=n,
-                   max_concurrency=trial.max_concurrency, kv_cache_tokens=trial.kv_cache_tokens,
-                   weights_gib_per_gpu=trial.weights_bytes_per_gpu / GiB)
-
-    fixes = [f for f in (attempt(*c) for c in candidates) if f]
-    if not fixes:
-        for i, (c1, f1, n1) in enumerate(candidates):
-            for c2, f2, n2 in candidates[i + 1:]:
-                fix = attempt(f"{c1} + {c2}", {**f1, **f2}, max(n1, n2))
-                if fix:
-                    fixes.append(fix)
-    return fixes

@@ -30,7 +30,7 @@ def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
 
     from servetune.plan.render import render
 
-    console = Console(width=140)
+    console = Console(width=170)
     if detail:
         for seed, plan in plans:
             console.rule(seed.title)
@@ -40,11 +40,13 @@ def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
     for col in ("system", "verdict", "weights/GPU", "KV avail", "block", "blocks", "max conc.", "decode 1 stream"):
         table.add_column(col, justify="left" if col in ("system", "verdict") else "right")
     for seed, plan in plans:
-        verdict = "[green]fits[/]" if plan.feasible else "[red]no[/]: " + (plan.fixes[0].change if plan.fixes else "no fix")
+        fixes = "; ".join(f.change for f in plan.fixes[:2]) or "no single fix"
+        verdict = "[green]fits[/]" if plan.feasible else f"[red]no[/] (fix: {fixes})"
+        speed = f"{plan.speeds[0].expected:.0f} tok/s" if plan.feasible else "-"
         table.add_row(
             seed.title, verdict, f"{plan.weights_bytes_per_gpu / GiB:.2f} GiB", f"{plan.available_kv_bytes / GiB:.2f} GiB",
             str(plan.block_size), f"{plan.num_blocks:,}", f"{plan.max_concurrency:.2f}x",
-            f"{plan.speeds[0].expected:.0f} tok/s",
+            speed,
         )
     console.print(table)
     console.print("Full plans with flags: servetune demo --detail  (one system: servetune plan --model qwen3.6-27b --gpu ...)")

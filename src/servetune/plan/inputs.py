@@ -83,7 +83,8 @@ class PlanInputs(BaseModel):
 _ALIASES = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "sc": "speculative-config", "q": "quantization"}
 
 
-def _flag_key(name: str) -> str:
+def flag_key(name: str) -> str:
+    """A flag's canonical vLLM name: no dashes in front, `-` for `_`, short aliases (`tp`) expanded."""
     key = name.lstrip("-").replace("_", "-")
     return _ALIASES.get(key, key)
 
@@ -127,7 +128,7 @@ def _speculative(value: Any) -> tuple[str | None, int]:
 
 def inputs_from_flags(flags: dict[str, Any]) -> PlanInputs:
     """PlanInputs from vLLM flags; unknown flags are ignored (they pass through to the command line)."""
-    f = {_flag_key(k): v for k, v in flags.items() if v is not None}
+    f = {flag_key(k): v for k, v in flags.items() if v is not None}
     out: dict[str, Any] = {}
     if "tensor-parallel-size" in f:
         out["tensor_parallel_size"] = _number(f["tensor-parallel-size"], "tensor-parallel-size")
@@ -206,7 +207,7 @@ def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
         if not token.startswith("--") or token == "--":
             raise ServetuneError(f"unexpected argument {token!r}", "write vLLM flags as --name value (e.g. --max-model-len 32K)")
         name, eq, value = token[2:].partition("=")
-        name = name.replace("_", "-")
+        name = flag_key(name)
         if not name:
             raise ServetuneError(f"unexpected argument {token!r}", "write vLLM flags as --name value")
         if eq:

@@ -33,8 +33,9 @@ class OverheadModel(BaseModel):
     activation_copies: float = 1.0
     """Scales the modelled peak of the profiling forward pass (max_num_batched_tokens tokens)."""
     activation_unc_frac: float = 0.6
-    sampler_copies: float = 3.0
-    """fp32 [max_num_seqs x vocab] tensors alive in the sampler warm-up (logits, probs, sort buffers)."""
+    sampler_bytes_per_logit: float = 12.0
+    """Bytes per [min(max_num_seqs, max_num_batched_tokens) x vocab] element alive at the sampler warm-up's
+    peak (fp32 logits, probabilities, top-k/top-p sort buffers)."""
     cudagraph_base_gib: float = 0.25
     cudagraph_per_layer_size_kib: float = 48.0
     """Graph pool memory per captured batch size per decoder layer."""
@@ -57,9 +58,15 @@ class Overhead(BaseModel):
     uncertainty_bytes: int
 
     @property
+    def peak_activation_bytes(self) -> int:
+        """The torch peak of the profiling run: the forward pass and the sampler warm-up run one after the
+        other (`profile_run`: `_dummy_run(max_num_tokens)` then `_dummy_sampler_run`), so the larger counts."""
+        return max(self.activation_bytes, self.sampler_bytes)
+
+    @property
     def total_bytes(self) -> int:
         """All modelled non-KV, non-weight memory."""
-        return self.non_torch_bytes + self.activation_bytes + self.sampler_bytes + self.cudagraph_bytes + self.mm_encoder_bytes
+        return self.non_torch_bytes + self.peak_activation_bytes + self.cudagraph_bytes + self.mm_encoder_bytes
 
 
 def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int:
@@ -96,9 +103,11 @@ def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int
     return int(max(stages))
 
 
-def capture_sizes(max_num_seqs: int, spec_tokens: int, max_capture: int | None) -> int:
-    """How many CUDA-graph batch sizes vLLM captures: [1,2,4] + 8..248 step 8 + 256.. step 16 up to the max."""
+def capture_sizes(max_num_seqs: int, spec_tokens: int, max_capture: int | None, max_num_batched_tokens: int) -> int:
+    """How many CUDA-graph batch sizes vLLM captures: [1,2,4] + 8..248 step 8 + 256.. step 16 up to the max
+    (`max_num_seqs x (1 + spec tokens) x 2`, at most 512 and max_num_batched_tokens)."""
     top = max_capture if max_capture is not None else min(max_num_seqs * (1 + spec_tokens) * 2, 512)
+    top = min(top, max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top]
     sizes += [s for s in range(8, 256, 8) if s <= top]
     sizes += [s for s in range(256, top + 1, 16)]
@@ -127,17 +136,17 @@ def overhead(
     # gate_up output (2I) + activation (I) + a few hidden-sized buffers, 2 bytes each, per token on this GPU
     per_token = 2 * (3 * inter / tp + 6 * hidden)
     activation = tokens * per_token * model.activation_copies
-    sampler = max_num_seqs * spec.vocab_size * 4 * model.sampler_copies
+    sampler = min(max_num_seqs, max_num_batched_tokens) * spec.vocab_size * model.sampler_bytes_per_logit
     non_torch = (model.non_torch_gib + (model.non_torch_tp_gib if tp * pp > 1 else 0)) * GiB
     layers_here = max(pp_partition(spec.num_layers, pp))
     graphs = 0.0
     if cudagraphs:
-        n = capture_sizes(max_num_seqs, spec_tokens, max_capture)
+        n = capture_sizes(max_num_seqs, spec_tokens, max_capture, max_num_batched_tokens)
         graphs = model.cudagraph_base_gib * GiB + n * layers_here * model.cudagraph_per_layer_size_kib * 1024
     mm = model.mm_encoder_gib * GiB if spec.vision and not spec.language_model_only else 0.0
     unc = (
         model.non_torch_unc_gib * GiB
-        + model.activation_unc_frac * (activation + sampler)
+        + model.activation_unc_frac * max(activation, sampler)
         + model.cudagraph_unc_frac * graphs
         + (model.mm_encoder_unc_gib * GiB if mm else 0)
     )

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from servetune.plan.api import Plan
+    from servetune.plan.calibrate import LogFigures, OverheadCheck
 
 
 def _gib(n: float) -> str:
@@ -40,8 +41,9 @@ def render(plan: Plan, console: Console) -> None:
         ("budget", _gib(plan.requested_bytes), f"ceil(total x {plan.gpu_memory_utilization})"),
         ("weights", _gib(plan.weights_bytes_per_gpu), f"{plan.params_loaded / 1e9:.2f} B params, {plan.weight_format}"),
         ("non-torch (NCCL, cuBLAS)", _gib(ov.non_torch_bytes), "model"),
-        ("activation peak", _gib(ov.activation_bytes + ov.sampler_bytes),
-         f"{plan.max_num_batched_tokens} batched tokens + sampler x {plan.max_num_seqs}"),
+        ("activation peak", _gib(ov.peak_activation_bytes),
+         f"max(forward of {plan.max_num_batched_tokens} tokens {ov.activation_bytes / GiB:.2f}, "
+         f"sampler x {min(plan.max_num_seqs, plan.max_num_batched_tokens)} {ov.sampler_bytes / GiB:.2f})"),
         ("CUDA graphs", _gib(ov.cudagraph_bytes), "model (0 with --enforce-eager)"),
     ]
     if ov.mm_encoder_bytes:
@@ -104,3 +106,30 @@ def render(plan: Plan, console: Console) -> None:
         console.print(fixes)
     console.print("serve:  " + plan.serve_command, markup=False, highlight=False, soft_wrap=True)
     console.print("docker: " + plan.docker_command, markup=False, highlight=False, soft_wrap=True)
+
+
+def render_check(check: OverheadCheck, figures: LogFigures, plan: Plan, match: bool, console: Console) -> None:
+    """The log against the plan: exact part (lines, block size) and modelled part (weights, overheads)."""
+    from rich.table import Table
+
+    def num(x: float | None) -> str:
+        return "-" if x is None else f"{x:,.2f} GiB"
+
+    table = Table(title="Planner vs the log", show_header=True, header_style="bold")
+    table.add_column("item")
+    table.add_column("planner", justify="right")
+    table.add_column("log", justify="right")
+    table.add_row("block size", str(plan.block_size), "-" if figures.block_size is None else str(figures.block_size))
+    table.add_row("weights per GPU", num(check.weights_model_gib), num(check.weights_log_gib))
+    table.add_row("available KV (overhead model)",
+                  f"{num(check.available_model_gib)} ({check.available_model_low_gib:.2f} .. {check.available_model_high_gib:.2f})",
+                  num(check.available_log_gib))
+    table.add_row("non-KV, non-weight memory", num(check.non_kv_model_gib), num(check.non_kv_log_gib))
+    table.add_row("CUDA-graph estimate", num(check.cudagraph_model_gib), num(check.cudagraph_log_gib))
+    console.print(table)
+    for line in figures.log_lines:
+        console.print(f"  log:     {line}", markup=False, highlight=False)
+    for line in plan.log_lines:
+        console.print(f"  planner: {line}", markup=False, highlight=False)
+    verdict = "[green]reproduced exactly[/]" if match else "[red]differ[/]"
+    console.print(f"capacity lines from the log's available KV memory: {verdict}")

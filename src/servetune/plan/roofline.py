@@ -46,6 +46,7 @@ class Efficiency(BaseModel):
         return cls.model_validate_json(Path(path).read_text())
 
 
+DEFAULT_EFFICIENCY = Efficiency()
 IDEAL = Efficiency(bandwidth=1.0, mfu_prefill=1.0, mfu_decode=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0,
                    link_efficiency=1.0)
 
@@ -144,7 +145,7 @@ def step_time(
     decode_context: int = 0,
     prefill: list[tuple[int, int]] | None = None,
     spec_tokens: int = 0,
-    eff: Efficiency = Efficiency(),
+    eff: Efficiency = DEFAULT_EFFICIENCY,
     ideal: bool = False,
 ) -> StepTime:
     """Time of one step: `decode_seqs` sequences with `decode_context` context tokens in total, plus prefill
@@ -186,7 +187,7 @@ def step_time(
 
 def decode_step_time(
     costs: ModelCosts, gpu: GPUSpec, *, batch: int, context: int | list[int], spec_tokens: int = 0,
-    eff: Efficiency = Efficiency(), ideal: bool = False,
+    eff: Efficiency = DEFAULT_EFFICIENCY, ideal: bool = False,
 ) -> StepTime:
     """One decode step of `batch` sequences; `context` is each one's length (int = same for all) or a list."""
     total = sum(context) if isinstance(context, list) else batch * context
@@ -195,7 +196,7 @@ def decode_step_time(
 
 def prefill_time(
     costs: ModelCosts, gpu: GPUSpec, *, tokens: int, cached: int = 0, chunk: int = 8192,
-    eff: Efficiency = Efficiency(), ideal: bool = False,
+    eff: Efficiency = DEFAULT_EFFICIENCY, ideal: bool = False,
 ) -> float:
     """Seconds to prefill `tokens` new tokens after `cached` cached ones, in chunks of `chunk` (one per step)."""
     seconds, done = 0.0, 0

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -44,15 +45,28 @@ class TeardownReport(BaseModel):
         return not self.survivors
 
 
-def _die_with_parent(parent: int) -> None:
-    """Runs in the child before exec: ask the kernel to SIGTERM it when servetune dies (even by SIGKILL)."""
+def _die_with_parent_argv(argv: list[str]) -> tuple[list[str], Callable[[], None] | None]:
+    """Makes the kernel SIGTERM the engine when servetune dies, even by SIGKILL (PR_SET_PDEATHSIG).
+
+    util-linux's `setpriv --pdeathsig` sets it and execs the engine, so no Python runs between fork and exec
+    (a `preexec_fn` can deadlock when other threads hold locks at fork time); without setpriv, a preexec
+    calls prctl through a function resolved beforehand.
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        return [setpriv, "--pdeathsig", "TERM", "--", *argv], None
     try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except OSError:
-        return
-    if os.getppid() != parent:  # the parent already died between fork and prctl
-        os.kill(os.getpid(), signal.SIGTERM)
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return argv, None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent already died between fork and prctl
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return argv, preexec
 
 
 class ProcessGroup:
@@ -79,19 +93,20 @@ class ProcessGroup:
         """Starts `argv` in a new session; `env` is added to servetune's own environment."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         full_env = {**os.environ, **(env or {})}
-        parent = os.getpid()
+        cmd, preexec = list(argv), None
         # PDEATHSIG fires when the *thread* that forked exits, so only use it from the main thread.
-        main = threading.current_thread() is threading.main_thread()
+        if threading.current_thread() is threading.main_thread():
+            cmd, preexec = _die_with_parent_argv(cmd)
         with open(log_path, "ab", buffering=0) as log:
             popen = subprocess.Popen(
-                list(argv),
+                cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=full_env,
                 cwd=cwd,
                 start_new_session=True,
-                preexec_fn=(lambda: _die_with_parent(parent)) if main else None,
+                preexec_fn=preexec,
             )
         group = cls(popen, log_path)
         reaper.register(group.pgid, group)

@@ -93,8 +93,10 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
               + (", ".join(f"{k} {_bound(k)} {v:g}" for k, v in exp.slos.items()) or "none"), ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for entry in ranking.entries:
+        why = "; ".join(entry.failures + entry.record.skip_reasons)
         cells = [str(entry.rank or ""), entry.record.variant.name + (" ★" if ranking.winner is entry else ""),
-                 changes_text(entry), status_text(entry), *[short_value(entry, c) for c in cols]]
+                 changes_text(entry), status_text(entry) + (f": {why}" if why else ""),
+                 *[short_value(entry, c) for c in cols]]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     lines += ["", "Values are means ± 95% half-width over repeats; (±N%) is the change vs the stage's baseline, "
               "~ marks a change inside the noise.", ""]

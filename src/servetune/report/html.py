@@ -20,7 +20,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222;padding:0 16px}
 h1{font-size:22px} h2{font-size:17px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}
 table{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto} th,td{border:1px solid #ddd;padding:4px 6px;text-align:left}
-th{background:#f4f4f4} tr.winner td{background:#eaf7ea;font-weight:600} tr.out td{color:#999}
+th{background:#f4f4f4} td:nth-child(2){min-width:110px} td:nth-child(4){min-width:160px} tr.winner td{background:#eaf7ea;font-weight:600} tr.out td{color:#999}
 pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:12px;white-space:pre-wrap} .note{color:#666;font-size:12px}
 .charts{display:flex;flex-wrap:wrap;gap:16px} .badge{display:inline-block;padding:2px 8px;border-radius:10px;
 background:#2ca02c;color:#fff;font-size:12px}
@@ -55,7 +55,7 @@ def curves_section(ranking: Ranking) -> str:
 
 def deltas_section(ranking: Ranking) -> str:
     keys: list[FigureKey] = [(ranking.objective.probe, ranking.objective.figure)]
-    keys += [k for k in figure_columns(ranking, headline_only=True) if k not in keys][:3]
+    keys += [k for k in figure_columns(ranking, headline_only=True) if k not in keys and k[0] != "acceptance"][:3]
     charts = []
     for key in keys:
         bars = [(e.record.variant.name, e.deltas[key].pct, e.deltas[key].half_width_pct)

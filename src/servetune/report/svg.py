@@ -107,7 +107,8 @@ def _legend(frame: _Frame, names: list[str]) -> list[str]:
 
 def line_chart(series: list[Series], x_label: str, y_label: str, title: str, width: int = 640,
                height: int = 320) -> str:
-    """Lines with markers, one colour per series (e.g. latency against throughput per variant)."""
+    """Lines with markers, one colour per series (e.g. latency against throughput per variant); points are
+    joined in the order given."""
     frame = _Frame(width, height)
     xs = [x for s in series for x, _ in s.points] or [0.0, 1.0]
     ys = [y for s in series for _, y in s.points] or [0.0, 1.0]
@@ -117,7 +118,7 @@ def line_chart(series: list[Series], x_label: str, y_label: str, title: str, wid
     sy = _scale(yt[0], yt[-1], frame.top + frame.plot_h, frame.top)
     for i, s in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
-        pts = sorted(s.points)
+        pts = s.points  # in load order (rising concurrency): a curve may turn back when throughput drops
         if len(pts) > 1:
             path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
             body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')

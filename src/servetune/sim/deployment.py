@@ -50,7 +50,8 @@ class SimDeployment:
             if lim.enable_prefix_caching:
                 lines.append("Mamba cache mode is set to 'align' for hybrid models by default when prefix caching "
                              "is enabled")
-        lines.append(f"Chunked prefill is enabled with max_num_batched_tokens={lim.max_num_batched_tokens}.")
+        if lim.chunked_prefill:
+            lines.append(f"Chunked prefill is enabled with max_num_batched_tokens={lim.max_num_batched_tokens}.")
         lines.append(f"Model loading took {self.weights_gib:.2f} GiB memory and 0.000000 seconds")
         lines.append(f"Available KV cache memory: {self.available_kv_gib:.2f} GiB")
         lines.extend(self.capacity_lines)
@@ -78,6 +79,8 @@ def engine_flags(a: SimServeArgs) -> dict[str, FlagValue]:
         "quantization": a.quantization,
         "dtype": a.dtype,
         "enforce-eager": a.enforce_eager or None,
+        "enable-chunked-prefill": None if a.enable_chunked_prefill else False,
+        **a.planner_flags,
     }
     if a.num_speculative_tokens:
         flags["speculative-config"] = {"method": a.speculative_method or "mtp",
@@ -126,6 +129,7 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
         num_speculative_tokens=args.num_speculative_tokens,
         acceptance_rate=args.acceptance_rate,
         long_prefill_token_threshold=args.long_prefill_token_threshold,
+        chunked_prefill=args.enable_chunked_prefill,
         seed=args.seed,
     )
     return SimDeployment(

@@ -42,6 +42,9 @@ class SimServeArgs(BaseModel):
     quantization: str | None = None
     dtype: str | None = None
     enforce_eager: bool = False
+    planner_flags: dict[str, str | int] = Field(
+        default_factory=dict, description="Other vLLM flags that change the memory ledger, passed to the planner."
+    )
     gpu: str = "H200"
     time_scale: float = Field(1.0, gt=0, description="Simulated seconds per wall second.")
     calibration: str | None = None
@@ -49,6 +52,13 @@ class SimServeArgs(BaseModel):
     seed: int = 0
     ignored: list[str] = Field(default_factory=list)
 
+
+_LEDGER_FLAGS = {"kv-cache-memory-bytes": int, "num-gpu-blocks-override": int, "mamba-cache-dtype": str,
+                 "mamba-ssm-cache-dtype": str, "max-cudagraph-capture-size": int}
+"""vLLM flags the simulator does not use itself but the planner's ledger does."""
+
+SIM_ONLY_FLAGS = ("gpu", "time-scale", "calibration", "acceptance-rate", "vllm-version", "seed")
+"""Flags only `sim-serve` takes (EngineConfig names): strip them when turning a sim variant into `vllm serve`."""
 
 _SUFFIX = {"k": 1000, "K": 1024, "m": 1_000_000, "M": 1024 * 1024}
 
@@ -83,6 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quantization", "-q")
     p.add_argument("--dtype")
     p.add_argument("--enforce-eager", action="store_true")
+    for flag, kind in _LEDGER_FLAGS.items():
+        p.add_argument(f"--{flag}", type=kind, dest=f"ledger_{flag.replace('-', '_')}")
     p.add_argument("--gpu", default="H200", help="GPU name from the catalog (sim only)")
     p.add_argument("--time-scale", type=float, default=1.0, help="simulated seconds per wall second (sim only)")
     p.add_argument("--calibration", help="calibration profile JSON from `servetune calibrate` (sim only)")
@@ -135,6 +147,7 @@ def parse_sim_args(argv: list[str]) -> SimServeArgs:
         quantization=ns.quantization,
         dtype=ns.dtype,
         enforce_eager=ns.enforce_eager,
+        planner_flags={f: v for f in _LEDGER_FLAGS if (v := getattr(ns, f"ledger_{f.replace('-', '_')}")) is not None},
         gpu=ns.gpu,
         time_scale=ns.time_scale,
         calibration=ns.calibration,

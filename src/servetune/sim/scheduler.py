@@ -41,6 +41,8 @@ class SchedulerLimits:
     acceptance_rate: float = 0.0
     """Probability that each drafted token is accepted, given that the ones before it were."""
     long_prefill_token_threshold: int = 0
+    chunked_prefill: bool = True
+    """False: a prompt is only admitted when it fits the step's token budget whole."""
     seed: int = 0
 
     @property
@@ -115,12 +117,9 @@ class StepPlan:
         return not self.scheduled
 
 
-class TokenEvent(NamedTuple):
-    """Tokens a request received at the end of a step; `finish_reason` set when it finished."""
-
-    request_id: str
-    num_tokens: int
-    finish_reason: str | None
+TokenEvent = tuple[SimRequest, int, "str | None"]
+"""Tokens a request received at the end of a step: (request, number of tokens, finish reason or None).
+A plain tuple: one is made per running request per step, on the estimate's hot path."""
 
 
 @dataclass
@@ -275,33 +274,37 @@ class Scheduler:
         running_status = Status.RUNNING
         events: list[TokenEvent] = []
         finished: list[SimRequest] = []
+        generated = 0
         for req, n, context, samples, prefill in plan.scheduled:
             if req.status is not running_status:
                 continue
-            req.num_computed_tokens += n
+            computed = req.num_computed_tokens + n
+            req.num_computed_tokens = computed
             if prefill and caching:
-                self._cache_blocks(req, chunk_end=req.num_computed_tokens)
+                self._cache_blocks(req, chunk_end=computed)
             if not samples:
                 continue
-            drafts = 0 if prefill else context + n - req.num_prompt_tokens - req.num_output_tokens
-            accepted = 0
-            if drafts > 0:
+            prompt = req.num_prompt_tokens
+            out = req.num_output_tokens
+            new = 1
+            if not prefill and context + n > prompt + out:
+                drafts = context + n - prompt - out
                 accepted = self._accept(drafts)
                 # Rejected drafts were not really computed: vLLM rolls num_computed_tokens back.
-                req.num_computed_tokens -= drafts - accepted
-            out = req.num_output_tokens
-            if out == 0:
-                counters.prompt_tokens += req.num_prompt_tokens
-            new = min(1 + accepted, req.max_tokens - out, max_len - req.num_prompt_tokens - out)
+                req.num_computed_tokens = computed - (drafts - accepted)
+                new = min(1 + accepted, req.max_tokens - out, max_len - prompt - out)
+            elif out == 0:
+                counters.prompt_tokens += prompt
             out += new
             req.num_output_tokens = out
-            counters.generation_tokens += new
-            if out >= req.max_tokens or req.num_prompt_tokens + out >= max_len:
+            generated += new
+            if out >= req.max_tokens or prompt + out >= max_len:
                 req.finish_reason = "length"
                 finished.append(req)
-                events.append(TokenEvent(req.request_id, new, "length"))
+                events.append((req, new, "length"))
             else:
-                events.append(TokenEvent(req.request_id, new, None))
+                events.append((req, new, None))
+        counters.generation_tokens += generated
         if finished:
             done = set(map(id, finished))
             self.running = [r for r in self.running if id(r) not in done]
@@ -315,6 +318,8 @@ class Scheduler:
         """Tokens to give a waiting request this step: threshold, budget, and the hybrid 'align' cut."""
         lim = self.limits
         n = want
+        if not lim.chunked_prefill and n > budget:
+            return 0
         if 0 < lim.long_prefill_token_threshold < n:
             n = lim.long_prefill_token_threshold
         n = min(n, budget)

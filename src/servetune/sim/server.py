@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from servetune.errors import ServetuneError
 from servetune.sim.deployment import SimDeployment
 from servetune.sim.engine import SimEngine
 from servetune.sim.kvcache import block_hashes
@@ -74,7 +75,16 @@ class SimServer:
                 await self._wake.wait()
                 anchor, simulated = loop.time(), 0.0
             start = loop.time()
-            outcome = self.engine.step()
+            try:
+                outcome = self.engine.step()
+            except ServetuneError:
+                # The head request can never get its blocks: end it (vLLM would have refused it) and go on.
+                head = self.engine.scheduler.waiting[0]
+                self.engine.scheduler.abort(head.request_id)
+                live = self.live.get(head.request_id)
+                if live:
+                    live.queue.put_nowait((0, "abort"))
+                continue
             for s in outcome.plan.scheduled:
                 live = self.live.get(s.request.request_id)
                 if live and live.scheduled is None:
@@ -82,8 +92,9 @@ class SimServer:
             simulated += outcome.duration
             await asyncio.sleep(max(0.0, anchor + simulated / scale - loop.time()))
             now = loop.time()
-            for ev in outcome.events:
-                live = self.live.get(ev.request_id)
+            for req, num_tokens, reason in outcome.events:
+                rid = req.request_id
+                live = self.live.get(rid)
                 if live is None:
                     continue
                 if live.first is None:
@@ -93,13 +104,11 @@ class SimServer:
                     gap = (now - (live.last or now)) * scale
                     self.stats.itl.observe(gap)
                 live.last = now
-                live.chunks += ev.num_tokens
-                req = self._reqs.get(ev.request_id)
-                if req is not None:
-                    live.cached_tokens = req.num_cached_prompt_tokens
-                live.queue.put_nowait((ev.num_tokens, ev.finish_reason))
-                if ev.finish_reason:
-                    self._finished(ev.request_id, ev.finish_reason, now)
+                live.chunks += num_tokens
+                live.cached_tokens = req.num_cached_prompt_tokens
+                live.queue.put_nowait((num_tokens, reason))
+                if reason:
+                    self._finished(rid, reason, now)
 
     def _finished(self, rid: str, reason: str, now: float) -> None:
         live = self.live[rid]

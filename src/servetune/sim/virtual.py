@@ -102,7 +102,6 @@ def run_virtual(
     engine = SimEngine(limits, timing)
     overhead = timing.coef.request_overhead_s
     lines: dict[str, RequestTimeline] = {}
-    reqs: dict[str, SimRequest] = {}
     arrivals: list[tuple[float, int]] = []  # (time the scheduler sees it, index)
     next_index = 0
 
@@ -135,7 +134,6 @@ def run_virtual(
                 prompt_hashes=prompt_hashes(spec, i, limits.block_size),
                 arrival=clock,
             )
-            reqs[req.request_id] = req
             engine.submit(req)
         if not engine.has_work:
             clock = arrivals[0][0]
@@ -143,13 +141,12 @@ def run_virtual(
         outcome = engine.step()
         max_running = max(max_running, len(outcome.plan.scheduled))
         clock += outcome.duration
-        for ev in outcome.events:
-            line = lines[ev.request_id]
+        for req, num_tokens, reason in outcome.events:
+            line = lines[req.request_id]
             line.chunk_times.append(clock)
-            line.chunk_tokens.append(ev.num_tokens)
-            if ev.finish_reason:
+            line.chunk_tokens.append(num_tokens)
+            if reason:
                 line.end = clock
-                req = reqs.pop(ev.request_id)
                 line.num_preemptions = req.num_preemptions
                 line.cached_prompt_tokens = req.num_cached_prompt_tokens
                 finished += 1

@@ -169,15 +169,15 @@ async def models(target: Target) -> tuple[bool, int | None]:
 
 
 def metrics_scraper(base_url: str) -> Scrape:
-    """Reads the engine's /metrics (empty when it has none) through the metrics room's parser."""
+    """Reads the engine's /metrics through the metrics room (None when the engine has no /metrics)."""
+    from servetune.errors import ServetuneError
+    from servetune.metrics.prometheus import ascrape
 
-    async def scrape() -> dict[str, float]:
-        from servetune.metrics.prometheus import scrape as prom_scrape
-
+    async def scrape() -> Any:
         try:
-            return await prom_scrape(base_url)
-        except Exception:  # noqa: BLE001 - an engine without /metrics simply has no counters
-            return {}
+            return await ascrape(base_url)
+        except ServetuneError:
+            return None
 
     return scrape
 

@@ -86,35 +86,32 @@ async def long_prefill(target: Target, p: LongPrefill) -> ProbeResult:
     return _single_result("long_prefill", reply, figures, notes=notes)
 
 
-def _counter(metrics: dict[str, float], *names: str) -> float:
-    """Sum of a counter over its label sets, under any of its names (vLLM renamed some)."""
-    total = 0.0
-    for key, value in metrics.items():
-        base = key.split("{", 1)[0]
-        if base in names or base.removesuffix("_total") in names:
-            total += value
-    return total
+def _delta(before: Any, after: Any) -> Any:
+    """The engine's counter changes between two scrapes (None when it exposes no /metrics)."""
+    if before is None or after is None:
+        return None
+    from servetune.metrics.prometheus import delta
+
+    return delta(before, after)
 
 
 async def prefix_reuse(target: Target, p: PrefixReuse) -> ProbeResult:
     """B4: the same long system prompt twice with different questions: how much the second TTFT drops, and
     the share of the second prompt the engine served from its prefix cache (its own counters; the system
-    prompt is unique to the run, so the first request is cold)."""
-    names = ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits")
+    prompt is unique to the run, so the first request is cold and every hit belongs to the second)."""
     before = await target.scrape()
     cold, warm = await client.prefix_pair(target, p.system_tokens, QUESTION_TOKENS, p.max_tokens)
-    after = await target.scrape()
+    d = _delta(before, await target.scrape())
     ok = cold.ok and warm.ok
-    hits = _counter(after, *names) - _counter(before, *names)
-    counted = any(k.split("{")[0].removesuffix("_total") in names for k in after)
+    hits = d.prefix_cache_hits if d is not None else None
     prompt = warm.prompt_tokens or p.system_tokens + QUESTION_TOKENS
     figures: dict[str, float | None] = {
         "ttft_cold_ms": cold.ttft_s * 1000,
         "ttft_warm_ms": warm.ttft_s * 1000,
         "ttft_drop_pct": 100 * (1 - warm.ttft_s / cold.ttft_s) if cold.ttft_s > 0 else None,
-        "hit_rate_pct": 100 * hits / prompt if counted else None,
+        "hit_rate_pct": 100 * hits / prompt if hits is not None else None,
     }
-    notes = [] if counted else ["the engine exposes no prefix-cache counters: judged by TTFT only"]
+    notes = [] if hits is not None else ["the engine exposes no prefix-cache counters: judged by TTFT only"]
     return ProbeResult(
         probe="prefix_reuse", ok=ok, figures=figures if ok else {}, requests=2,
         failed_requests=int(not cold.ok) + int(not warm.ok), warnings=sorted(set(cold.warnings + warm.warnings)),
@@ -127,9 +124,8 @@ async def memory_headroom(target: Target, p: MemoryHeadroom) -> ProbeResult:
     and the engine's KV-cache usage."""
     from servetune.suite.memory import gpu_memory, host_memory
 
-    metrics = await target.scrape()
-    kv_usage = next((v for k, v in metrics.items() if k.split("{")[0] in
-                     {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}), None)
+    snapshot = await target.scrape()
+    kv_usage = snapshot.get("kv_cache_usage") if snapshot is not None else None
     figures: dict[str, float | None] = {"kv_cache_usage_pct": 100 * kv_usage if kv_usage is not None else None}
     gpus = gpu_memory() if target.gpu_count else []
     if gpus:
@@ -150,17 +146,11 @@ async def long_generation(target: Target, p: LongGeneration) -> ProbeResult:
     acceptance counters."""
     before = await target.scrape()
     reply = await client.single(target, max_tokens=p.output_tokens, ignore_eos=True)
-    after = await target.scrape()
+    d = _delta(before, await target.scrape())
     figures, notes = _speed_figures(reply, p.output_tokens)
-    names = {
-        "drafts": ("vllm:spec_decode_num_drafts",),
-        "draft": ("vllm:spec_decode_num_draft_tokens",),
-        "accepted": ("vllm:spec_decode_num_accepted_tokens",),
-    }
-    d = {k: _counter(after, *v) - _counter(before, *v) for k, v in names.items()}
-    if d["draft"] > 0:
-        figures["spec_acceptance_pct"] = 100 * d["accepted"] / d["draft"]
-        figures["spec_mean_accept_len"] = 1 + d["accepted"] / d["drafts"] if d["drafts"] else None
+    if d is not None and d.spec_acceptance_rate is not None:
+        figures["spec_acceptance_pct"] = 100 * d.spec_acceptance_rate
+        figures["spec_mean_accept_len"] = d.spec_mean_acceptance_length
     else:
         notes.append("no speculative-decoding counters moved (spec decode off, or the engine exposes none)")
     return _single_result("long_generation", reply, figures, notes=notes)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servetune.suite.params import ClientSpec
 
-Scrape = Callable[[], Awaitable[dict[str, float]]]
-"""Reads the engine's /metrics as {name{labels}: value} (empty when the engine exposes none)."""
+if TYPE_CHECKING:
+    from servetune.metrics.prometheus import MetricsSnapshot
+
+Scrape = Callable[[], Awaitable["MetricsSnapshot | None"]]
+"""Reads the engine's /metrics (None when the engine exposes none)."""
 
 
-async def _no_metrics() -> dict[str, float]:
-    return {}
+async def _no_metrics() -> MetricsSnapshot | None:
+    return None
 
 
 @dataclass(frozen=True)

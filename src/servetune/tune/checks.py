@@ -6,9 +6,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from servetune.tune.experiment import OBJECTIVES, SLO_LATENCY_KEY, Change, Experiment
+from servetune.tune.experiment import OBJECTIVES, SLO_LATENCY_KEY, Change, ClientSpec, Experiment
 from servetune.tune.flagspec import kind_problem, known_flags
 from servetune.tune.loader import Issue, Path_
+from servetune.tune.variants import CLIENT_PREFIX
 
 
 def check_experiment(exp: Experiment) -> list[Issue]:
@@ -84,6 +85,9 @@ def _flag_issues(exp: Experiment) -> Iterator[Issue]:
                 yield from _check_change(engine, change, (*prefix, "matrix", "changes", name))
         if stage.grid:
             for flag, values in stage.grid.flags.items():
+                if flag.startswith(CLIENT_PREFIX):
+                    yield from _check_client_dim(exp, flag, values, (*prefix, "grid", flag))
+                    continue
                 for i, value in enumerate(values):
                     yield from _check_flags(base_engine, {flag: value}, (*prefix, "grid", flag, i), at_value=True)
         if stage.search:
@@ -119,6 +123,16 @@ def _check_flags(
         problem = kind_problem(known[bare], value)
         if problem:
             yield Issue(where, f"flag `{name}` = {value!r}: it {problem}", f"give `{name}` {problem.removeprefix('takes ')}")
+
+
+def _check_client_dim(exp: Experiment, name: str, values: list[object], path: Path_) -> Iterator[Issue]:
+    field = name.removeprefix(CLIENT_PREFIX)
+    if field not in ClientSpec.model_fields:
+        yield Issue(path, f"unknown client setting `{field}`", f"use one of {', '.join(ClientSpec.model_fields)}")
+    elif field == "sampling":
+        for i, value in enumerate(values):
+            if value is not None and value not in exp.sampling_presets:
+                yield Issue((*path, i), f"sampling preset `{value}` is not defined", "define it under sampling_presets")
 
 
 def _client_issues(exp: Experiment) -> Iterator[Issue]:

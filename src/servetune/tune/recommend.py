@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from servetune.engines.config import EngineConfig
 from servetune.engines.flags import flags_to_argv
 from servetune.tune.experiment import Deploy, Experiment
+from servetune.tune.models import resolve_model
 from servetune.tune.rank import Ranking
 
 
@@ -70,7 +71,7 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
     winner = ranking.winner
     if winner is None:
         return None
-    config = winner.record.variant.config
+    config = resolve_model(winner.record.variant.config)
     gpus = exp.hardware.count if exp.hardware.gpu else None
     figures = {
         f"{probe}.{name}": f"{est.mean:.4g}" + ("" if est.n < 2 else f" ± {est.half_width:.2g}")

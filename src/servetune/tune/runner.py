@@ -20,6 +20,7 @@ from servetune.suite.probes import PROBE_FUNCTIONS
 from servetune.suite.result import ProbeResult
 from servetune.suite.target import Target
 from servetune.tune.experiment import Experiment, Stage
+from servetune.tune.models import resolve_model, resolve_tokenizer
 from servetune.tune.order import count_launches, order_variants
 from servetune.tune.progress import Emit, Progress, stopwatch
 from servetune.tune.rank import Ranking, rank
@@ -101,7 +102,7 @@ class Runner:
         self.store.check_experiment(fingerprint(self.exp), self.resume)
         self.store.set_meta("experiment", self.exp.model_dump(mode="json"))
         self.progress = Progress(self.emit)
-        self.launcher = self.launcher or _default_launcher()
+        self.launcher = self.launcher or _default_launcher(lambda line: self.emit(f"  engine: {line}"))
         self.feasibility = self.feasibility or default_feasibility(self.exp)
         if self.probes is None:
             self.probes = PROBE_FUNCTIONS
@@ -147,7 +148,7 @@ class Runner:
             self.store.add_variant(variant, start + offset)
         todo = [v for v in variants if self.store.status(v.key()) not in FINISHED]
         probes = self.exp.suite.probes.enabled()
-        self.progress.plan(probes, self.exp.suite.repeats, count_launches(todo), len(variants))
+        self.progress.plan(probes, self.exp.suite.repeats * len(todo), count_launches(todo), len(variants))
         self.progress.variants_done += len(variants) - len(todo)
         self._run_in_launch_groups(todo)
 
@@ -238,14 +239,20 @@ class Runner:
 
     async def _measure(self, probe: str, params: Any, target: Target) -> ProbeResult:
         """One probe run with the engine's counters read before and after (their difference is stored)."""
+        from servetune.metrics.prometheus import delta
+
         before = await target.scrape()
         try:
             result = await self.probes[probe](target, params)  # type: ignore[index]
         except Exception as err:  # noqa: BLE001 - a probe's crash is a result to record, not a reason to stop
             result = ProbeResult(probe=probe, ok=False, error=f"{type(err).__name__}: {err}")
         after = await target.scrape()
-        deltas = {k: after[k] - before.get(k, 0.0) for k in after if after[k] != before.get(k, 0.0)}
-        return result.model_copy(update={"engine_metrics": {**deltas, **result.engine_metrics}})
+        if before is None or after is None:
+            return result
+        d = delta(before, after)
+        named = {k: v for k, v in d.model_dump().items() if isinstance(v, float) and k != "duration_s"}
+        counters = {k: v for k, v in d.counters.items() if v}
+        return result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}})
 
     def _target(self, variant: Variant, engine: Any, facts: dict[str, Any]) -> Target:
         client = variant.client
@@ -357,11 +364,11 @@ def _death(engine: Any, probe: str) -> Failure:
     return Failure(klass=info.klass, excerpt=info.excerpt, hint=info.hint, during=probe)
 
 
-def _default_launcher() -> Launcher:
+def _default_launcher(emit: Emit) -> Launcher:
     def launch(config: EngineConfig, log_dir: Path, startup_timeout_s: float) -> Any:
         from servetune.engines.launch import launch as engine_launch
 
-        return engine_launch(config, log_dir=log_dir, startup_timeout_s=startup_timeout_s)
+        return engine_launch(config, log_dir=log_dir, startup_timeout_s=startup_timeout_s, on_progress=emit)
 
     return launch
 
@@ -381,44 +388,14 @@ def default_feasibility(exp: Experiment) -> Feasibility | None:
             from servetune.hardware.catalog import get_gpu
             from servetune.plan.api import plan_for
 
-            plan = plan_for(config, get_gpu(exp.hardware.gpu or ""), exp.hardware.count)
-        except (ImportError, ServetuneError):
+            plan = plan_for(config, get_gpu(exp.hardware.gpu or ""), exp.hardware.count, vllm_version=config.version)
+        except ServetuneError:
             return []
         if plan.feasible:
             return []
-        return [*plan.reasons, *(f"fix: {fix}" for fix in getattr(plan, "fixes", [])[:3])] or ["planner: does not fit"]
+        return [*plan.reasons, *(f"fix: {fix}" for fix in plan.fixes[:3])] or ["the planner says it does not fit"]
 
     return check
-
-
-TINY = "tiny"
-"""Model name that stands for servetune's tiny random Llama (built on first use): its GGUF for llama.cpp,
-its HF folder for vLLM."""
-
-
-def tiny_dir() -> Path:
-    import os
-
-    return Path(os.environ.get("SERVETUNE_CACHE", Path.home() / ".cache" / "servetune")) / "tiny-model"
-
-
-def resolve_model(config: EngineConfig) -> EngineConfig:
-    """Replaces the `tiny` model name with the built tiny model's path for the config's engine."""
-    if config.model != TINY:
-        return config
-    from servetune.tiny.build import build_tiny_model
-
-    tiny = build_tiny_model(tiny_dir())
-    path = tiny.gguf_path if config.engine == "llamacpp" else tiny.hf_dir
-    return config.model_copy(update={"model": str(path), "served_model_name": config.served_model_name or tiny.served_name})
-
-
-def resolve_tokenizer(tokenizer: str | None) -> str | None:
-    if tokenizer != TINY:
-        return tokenizer
-    from servetune.tiny.build import build_tiny_model
-
-    return str(build_tiny_model(tiny_dir()).tokenizer_json)
 
 
 def run_experiment(exp: Experiment, out_dir: Path, *, resume: bool = False, emit: Emit = print,

@@ -1,0 +1,77 @@
+"""Writers for a run's records and summaries: per-request JSONL and CSV, and a flat summary row for CSV.
+
+Per-request rows carry the derived latencies (ttft, tpot, e2el, max gap) beside the raw facts, so a file
+can be analysed without servetune; the JSONL keeps the full timeline (`chunk_ns`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from servetune.load.record import RequestRecord
+from servetune.metrics.summary import Stat, Summary
+
+REQUEST_COLUMNS = (
+    "index", "traffic_class", "phase", "conversation", "turn", "http_status", "error_class", "finish_reason",
+    "prompt_tokens_expected", "prompt_tokens", "output_tokens_requested", "output_tokens", "output_tokens_source",
+    "reasoning_tokens", "ttft_ms", "ttfc_ms", "tpot_ms", "e2el_ms", "max_itl_ms", "chunks", "lateness_ms",
+)  # fmt: skip
+
+
+def request_row(r: RequestRecord) -> dict:
+    ttft = r.ttft_ns / 1e6 if r.ttft_ns is not None else None
+    gaps = [b - a for a, b in zip(r.chunk_ns, r.chunk_ns[1:])]
+    return {
+        **{k: getattr(r, k) for k in REQUEST_COLUMNS[:14]},
+        "error_class": str(r.error_class) if r.error_class else None,
+        "ttft_ms": ttft,
+        "ttfc_ms": r.ttfc_ns / 1e6 if r.ttfc_ns is not None else None,
+        "tpot_ms": (r.e2el_ns / 1e6 - ttft) / (r.output_tokens - 1) if ttft is not None and r.output_tokens > 1 else None,
+        "e2el_ms": r.e2el_ns / 1e6,
+        "max_itl_ms": max(gaps) / 1e6 if gaps else None,
+        "chunks": len(r.chunk_ns),
+        "lateness_ms": r.lateness_ns / 1e6,
+    }
+
+
+def write_jsonl(records: Iterable[RequestRecord], path: str | Path) -> None:
+    with open(path, "w") as f:
+        for r in records:
+            f.write(r.model_dump_json() + "\n")
+
+
+def write_requests_csv(records: Iterable[RequestRecord], path: str | Path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=REQUEST_COLUMNS)
+        writer.writeheader()
+        for r in records:
+            writer.writerow(request_row(r))
+
+
+def summary_row(summary: Summary, **context: object) -> dict:
+    """One flat row: context columns first, then vLLM-named figures (mean/median/p90/p95/p99 per latency)."""
+    row: dict = dict(context)
+    for key in ("completed", "failed", "duration_s", "request_throughput", "output_throughput", "total_token_throughput", "goodput", "error_rate"):
+        row[key] = getattr(summary, key)
+    for name in ("ttft", "ttfc", "tpot", "itl", "e2el"):
+        stat: Stat = getattr(summary, f"{name}_ms")
+        row[f"mean_{name}_ms"] = stat.mean
+        for q, v in stat.percentiles.items():
+            row[f"{'median' if q == 'p50' else q}_{name}_ms"] = v
+    row["errors"] = json.dumps(summary.errors_by_class)
+    row["valid"] = summary.validity.ok
+    row["warnings"] = " | ".join(summary.validity.warnings)
+    return row
+
+
+def write_summary_csv(rows: Sequence[dict], path: str | Path) -> None:
+    fields: list[str] = []
+    for row in rows:
+        fields.extend(k for k in row if k not in fields)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)

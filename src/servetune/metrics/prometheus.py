@@ -1,0 +1,191 @@
+"""An engine's Prometheus `/metrics`: snapshots, and the delta between two of them with named figures.
+
+The text is parsed with prometheus_client's parser. Engines rename their metrics across versions, so every
+named figure accepts all the names it has had: vLLM's V1 names (`vllm:prefix_cache_hits_total`,
+`vllm:kv_cache_usage_perc`), the deprecated ones (`vllm:gpu_prefix_cache_hits_total`,
+`vllm:gpu_cache_usage_perc`, hidden since 0.11), and SGLang's / llama.cpp's equivalents where they exist.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+from servetune.errors import ServetuneError
+
+# Each figure: the names it has had, newest first. Counters are listed with prometheus_client's `_total`.
+NAMES: dict[str, tuple[str, ...]] = {
+    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    "spec_drafts": ("vllm:spec_decode_num_drafts_total",),
+    "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
+    "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total",),
+    "num_preemptions": ("vllm:num_preemptions_total", "vllm:num_preemption_total"),
+    "prompt_tokens": ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
+    "generation_tokens": ("vllm:generation_tokens_total", "sglang:generation_tokens_total", "llamacpp:tokens_predicted_total"),
+    "requests_finished": ("vllm:request_success_total",),
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "llamacpp:kv_cache_usage_ratio"),
+    "num_requests_running": ("vllm:num_requests_running", "sglang:num_running_reqs", "llamacpp:requests_processing"),
+    "num_requests_waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "llamacpp:requests_deferred"),
+}
+
+
+class Sample(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    labels: dict[str, str]
+    value: float
+
+
+class MetricsSnapshot(BaseModel):
+    """Every sample of one scrape, with the local monotonic time it was taken."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    taken_s: float
+    samples: list[Sample]
+
+    def values(self, name: str, **labels: str) -> list[float]:
+        return [s.value for s in self.samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+
+    def get(self, figure: str) -> float | None:
+        """A named figure (see NAMES), summed over label sets (engines, models), under its first present name."""
+        for name in NAMES.get(figure, (figure,)):
+            found = self.values(name)
+            if found:
+                return float(sum(found))
+        return None
+
+    def names(self) -> set[str]:
+        return {s.name for s in self.samples}
+
+
+class MetricsDelta(BaseModel):
+    """What an engine's counters say happened between two snapshots (None: the engine does not expose it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    duration_s: float
+    prefix_cache_queries: float | None
+    prefix_cache_hits: float | None
+    spec_drafts: float | None
+    spec_draft_tokens: float | None
+    spec_accepted_tokens: float | None
+    num_preemptions: float | None
+    prompt_tokens: float | None
+    generation_tokens: float | None
+    requests_finished: float | None
+    kv_cache_usage_before: float | None
+    kv_cache_usage_after: float | None
+    counters: dict[str, float]
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        """Hit tokens / queried tokens of the prefix cache over the interval."""
+        if not self.prefix_cache_queries or self.prefix_cache_hits is None:
+            return None
+        return self.prefix_cache_hits / self.prefix_cache_queries
+
+    @property
+    def spec_acceptance_rate(self) -> float | None:
+        """Accepted draft tokens / proposed draft tokens (vLLM's 'draft acceptance rate')."""
+        if not self.spec_draft_tokens or self.spec_accepted_tokens is None:
+            return None
+        return self.spec_accepted_tokens / self.spec_draft_tokens
+
+    @property
+    def spec_mean_acceptance_length(self) -> float | None:
+        """Tokens produced per draft step: 1 + accepted / drafts (vLLM's 'mean acceptance length')."""
+        if not self.spec_drafts or self.spec_accepted_tokens is None:
+            return None
+        return 1.0 + self.spec_accepted_tokens / self.spec_drafts
+
+    @property
+    def kv_cache_usage(self) -> float | None:
+        return self.kv_cache_usage_after
+
+
+def parse(text: str, url: str = "", taken_s: float | None = None) -> MetricsSnapshot:
+    """A snapshot from `/metrics` text (Prometheus exposition format)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples = []
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                samples.append(Sample(name=s.name, labels=dict(s.labels), value=float(s.value)))
+    except ValueError as err:
+        raise ServetuneError(f"{url or 'the metrics text'} is not Prometheus text: {err}", "point at the engine's /metrics endpoint") from err
+    return MetricsSnapshot(url=url, taken_s=time.monotonic() if taken_s is None else taken_s, samples=samples)
+
+
+def scrape(base_url: str, timeout_s: float = 10.0) -> MetricsSnapshot:
+    """Reads `<base_url>/metrics` now (blocking; a scrape takes milliseconds)."""
+    import urllib.error
+    import urllib.request
+
+    url = base_url.rstrip("/") + "/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - the user's own server
+            text = resp.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as err:
+        raise ServetuneError(f"cannot read {url}: {err}", "check that the engine runs and exposes /metrics") from err
+    return parse(text, url)
+
+
+async def ascrape(base_url: str, timeout_s: float = 10.0) -> MetricsSnapshot:
+    """`scrape` without blocking the event loop."""
+    import aiohttp
+
+    url = base_url.rstrip("/") + "/metrics"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
+            async with session.get(url) as resp:
+                text = await resp.text()
+    except (aiohttp.ClientError, OSError, TimeoutError) as err:
+        raise ServetuneError(f"cannot read {url}: {err}", "check that the engine runs and exposes /metrics") from err
+    return parse(text, url)
+
+
+def _counters(snap: MetricsSnapshot) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for s in snap.samples:
+        if s.name.endswith("_total"):
+            out[s.name] = out.get(s.name, 0.0) + s.value
+    return out
+
+
+def delta(before: MetricsSnapshot, after: MetricsSnapshot) -> MetricsDelta:
+    """Counter increases from `before` to `after` (a counter reset, e.g. an engine restart, gives None)."""
+
+    def diff(figure: str) -> float | None:
+        a, b = before.get(figure), after.get(figure)
+        if a is None or b is None or b < a:
+            return None
+        return b - a
+
+    cb, ca = _counters(before), _counters(after)
+    return MetricsDelta(
+        duration_s=after.taken_s - before.taken_s,
+        prefix_cache_queries=diff("prefix_cache_queries"),
+        prefix_cache_hits=diff("prefix_cache_hits"),
+        spec_drafts=diff("spec_drafts"),
+        spec_draft_tokens=diff("spec_draft_tokens"),
+        spec_accepted_tokens=diff("spec_accepted_tokens"),
+        num_preemptions=diff("num_preemptions"),
+        prompt_tokens=diff("prompt_tokens"),
+        generation_tokens=diff("generation_tokens"),
+        requests_finished=diff("requests_finished"),
+        kv_cache_usage_before=before.get("kv_cache_usage"),
+        kv_cache_usage_after=after.get("kv_cache_usage"),
+        counters={k: ca[k] - cb.get(k, 0.0) for k in sorted(ca) if ca[k] >= cb.get(k, 0.0)},
+    )
+
+
+def missing(snapshot: MetricsSnapshot, figures: Iterable[str] = NAMES) -> list[str]:
+    """Named figures this engine does not expose (for a note in reports)."""
+    return [f for f in figures if snapshot.get(f) is None]

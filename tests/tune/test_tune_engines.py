@@ -1,0 +1,200 @@
+"""`servetune tune` on real CPU engines (llama.cpp via xllamacpp, vLLM CPU) with the tiny model: an engine
+SIGKILLed mid-variant is recorded as failed with its excerpt and the next variant runs; an interrupted run
+resumes without losing or repeating a finished run; the CPU example runs end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from servetune.tune.loader import parse_experiment
+from servetune.tune.runner import Runner, run_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.engine
+
+SMALL = """
+name: small
+engine:
+  engine: llamacpp
+  model: tiny
+  flags: {ctx-size: 4096, parallel: 2, threads: 1}
+client: {endpoint: completions, tokenizer: tiny}
+suite:
+  repeats: 2
+  warmup_requests: 1
+  probes:
+    short_latency: {max_tokens: 8}
+    decode_speed: {output_tokens: 32}
+objective: decode_tok_s
+variants:
+  matrix:
+    baseline: two-slots
+    changes:
+      four-slots: {parallel: 4}
+      one-slot: {parallel: 1}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _cache(monkeypatch: pytest.MonkeyPatch, tiny_model: object) -> None:
+    monkeypatch.setenv("SERVETUNE_CACHE", str(REPO / ".servetune-cache"))
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "SERVETUNE_CACHE": str(REPO / ".servetune-cache"), "PYTHONUNBUFFERED": "1"}
+
+
+def test_sigkill_of_the_engine_fails_that_variant_and_the_next_runs(tmp_path: Path) -> None:
+    from servetune.engines.launch import launch
+    from servetune.suite.probes import PROBE_FUNCTIONS
+
+    exp = parse_experiment(SMALL)
+    engines: list = []
+
+    def launcher(config, log_dir, timeout):  # the real launch, remembering the engine so the test can kill it
+        engine = launch(config, log_dir=log_dir, startup_timeout_s=timeout)
+        engines.append(engine)
+        return engine
+
+    async def decode_then_killed(target, params):
+        if target.base_url == engines[-1].base_url and engines[-1].cfg.flags.get("parallel") == 4:
+            os.killpg(engines[-1].pid, signal.SIGKILL)
+        return await PROBE_FUNCTIONS["decode_speed"](target, params)
+
+    probes = {**PROBE_FUNCTIONS, "decode_speed": decode_then_killed}
+    outcome = Runner(exp, tmp_path, emit=lambda _: None, launcher=launcher, probes=probes).run()
+    by_name = {r.variant.name: r for r in outcome.records}
+    killed = by_name["four-slots"]
+    assert killed.status == "failed" and killed.failure is not None
+    assert killed.failure.klass == "died_under_load" and killed.failure.during == "decode_speed"
+    assert killed.failure.excerpt.strip(), "the log excerpt is kept"
+    assert {run.probe for run in killed.runs} >= {"short_latency"}, "runs before the kill are kept"
+    assert by_name["one-slot"].status == "done" and by_name["two-slots"].status == "done"
+    assert all(not e.group.alive() for e in engines)
+
+
+def _runs(db: Path) -> dict[tuple[str, str, int], float]:
+    with sqlite3.connect(db) as con:
+        return {(k, p, r): f for k, p, r, f in con.execute("SELECT variant_key, probe, repeat, finished FROM runs")}
+
+
+def test_interrupted_run_resumes_without_losing_or_repeating_runs(tmp_path: Path) -> None:
+    exp_file = tmp_path / "small.yaml"
+    exp_file.write_text(SMALL)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "servetune", "tune", str(exp_file), "--out", str(out)]
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    db = out / "servetune.db"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if db.exists() and len(_runs(db)) >= 5:  # inside the second variant
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, output
+    assert "--resume" in output and "Traceback" not in output
+    before = _runs(db)
+    assert 5 <= len(before) < 12
+
+    again = subprocess.run([*cmd, "--resume"], env=_env(), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = _runs(db)
+    assert len(after) == 12, "3 variants × 2 probes × 2 repeats"
+    assert {k: after[k] for k in before} == before, "finished runs are kept as they were, not re-measured"
+    assert (out / "summary.csv").exists() and (out / "report.html").exists()
+
+    (out / "summary.csv").unlink()
+    report = subprocess.run([sys.executable, "-m", "servetune", "report", str(out)], env=_env(),
+                            capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0 and (out / "summary.csv").exists(), report.stderr
+
+
+def test_invalid_experiment_is_rejected_before_any_launch(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SMALL.replace("parallel: 2, threads: 1", "paralel: 2, threads: one"))
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "servetune", "tune", str(bad), "--out", str(out)],
+                            env=_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "bad.yaml:6:" in result.stderr and "did you mean `parallel`" in result.stderr
+    assert "whole number" in result.stderr
+    assert not out.exists(), "nothing was launched or written"
+
+
+def test_cpu_example_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "cpu-tiny"
+    result = subprocess.run(
+        [sys.executable, "-m", "servetune", "tune", str(REPO / "examples" / "tune" / "cpu-tiny.yaml"), "--out", str(out)],
+        env=_env(), capture_output=True, text=True, timeout=1800,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert len(rows) == 7 and all(r["status"] for r in rows)
+    data = json.loads((out / "results.json").read_text())
+    done = [v for v in data["variants"] if v["status"] == "done"]
+    assert len(done) >= 6, [(v["name"], v["status"], v["failure"]) for v in data["variants"]]
+    winner = data["winner"]
+    assert winner is not None, data["reason"]
+    figures = next(v for v in data["variants"] if v["name"] == winner)["figures"]
+    measured = figures["load_curve.max_output_tok_s"]
+    assert measured["n"] == 3 and measured["mean"] > 0, "the objective comes from three measured repeats"
+    rec = (out / "recommendation.txt").read_text()
+    assert winner in rec and ("llama-server" in rec or "vllm serve" in rec)
+    assert "<svg" in (out / "report.html").read_text()
+    vllm = next(v for v in data["variants"] if v["name"] == "vllm-cpu")
+    assert vllm["config"]["engine"] == "vllm"
+
+
+STAGES = """
+name: stages
+engine:
+  engine: llamacpp
+  model: tiny
+  flags: {ctx-size: 4096, parallel: 1, threads: 1}
+client: {endpoint: completions, tokenizer: tiny}
+suite:
+  repeats: 2
+  warmup_requests: 0
+  probes:
+    decode_speed: {output_tokens: 32}
+objective: decode_tok_s
+variants:
+  stages:
+    - name: round1
+      grid: {parallel: [1, 2]}
+    - name: round2
+      matrix: {baseline: r2-base, changes: {r2-batch: {batch-size: 256}}}
+    - name: round3
+      search: {space: {ubatch-size: {choice: [128, 256, 512]}}, budget_gpu_minutes: 5, max_trials: 2}
+"""
+
+
+def test_stages_and_search_build_on_the_previous_winner(tmp_path: Path) -> None:
+    exp = parse_experiment(STAGES)
+    outcome = run_experiment(exp, tmp_path, emit=lambda _: None)
+    stages = {}
+    for record in outcome.records:
+        stages.setdefault(record.variant.stage, []).append(record)
+    assert [len(stages[s]) for s in ("round1", "round2")] == [2, 2]
+    assert 1 <= len(stages["round3"]) <= 2
+    from servetune.tune.rank import rank
+
+    round1_winner = rank(exp, stages["round1"]).winner.record.variant.config
+    base2 = next(r for r in stages["round2"] if r.variant.baseline).variant.config
+    assert base2.flags == round1_winner.flags, "round 2 starts from round 1's winner"
+    round2_winner = rank(exp, stages["round2"]).winner.record.variant.config
+    for record in stages["round3"]:
+        flags = {k: v for k, v in record.variant.config.flags.items() if k != "ubatch-size"}
+        assert flags == round2_winner.flags and record.status == "done"
+    assert (tmp_path / "report.html").exists() and outcome.ranking.winner is not None
