@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -38,13 +39,17 @@ def main() -> None:
                    "--input-len", "1024", "--output-len", "256", "--spread", "0.25", "--concurrency", str(conc),
                    "--json"]
             t0 = time.perf_counter()
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
             wall = time.perf_counter() - t0
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cli_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
             r = json.loads(out)
             rows.append({"deployment": label, "concurrency": conc, "requests": 1000, "cli_wall_s": round(wall, 2),
-                         "sim_loop_wall_s": round(r["wall_s"], 2), "simulated_s": round(r["duration_s"], 1),
+                         "cli_cpu_s": round(cli_cpu, 2), "sim_loop_wall_s": round(r["wall_s"], 2),
+                         "sim_loop_cpu_s": round(r["cpu_s"], 2), "simulated_s": round(r["duration_s"], 1),
                          "speedup_cli": round(r["duration_s"] / wall, 1),
-                         "speedup_loop": round(r["duration_s"] / r["wall_s"], 1), "steps": r["sim_steps"],
+                         "speedup_loop_cpu": round(r["duration_s"] / r["cpu_s"], 1), "steps": r["sim_steps"],
                          "tpot_p50_ms": round(r["tpot_ms"]["p50"], 2),
                          "output_tok_s": round(r["output_throughput"], 1)})
             print(rows[-1], flush=True)
@@ -54,15 +59,17 @@ def main() -> None:
         "",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other work; "
         f"Python {platform.python_version()}. Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-        "CLI wall = a fresh `servetune estimate --json` process (start, imports, planning, simulation); "
-        "loop wall = the simulation alone.",
+        "CLI = a fresh `servetune estimate --json` process (start, imports, planning, simulation), wall and CPU "
+        "time; loop = the simulation alone (CPU time: other jobs share these 2 cores, so wall time varies).",
+        f"Load average during the run: {os.getloadavg()[0]:.1f} (2 cores).",
         "",
-        "| deployment | concurrency | CLI wall s | loop wall s | simulated s | speed-up (CLI) | speed-up (loop) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| deployment | concurrency | CLI wall s | CLI CPU s | loop CPU s | simulated s | speed-up (CLI wall) "
+        "| speed-up (loop CPU) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['deployment']} | {r['concurrency']} | {r['cli_wall_s']} | {r['sim_loop_wall_s']} | "
-                     f"{r['simulated_s']} | {r['speedup_cli']}x | {r['speedup_loop']}x |")
+        lines.append(f"| {r['deployment']} | {r['concurrency']} | {r['cli_wall_s']} | {r['cli_cpu_s']} | "
+                     f"{r['sim_loop_cpu_s']} | {r['simulated_s']} | {r['speedup_cli']}x | {r['speedup_loop_cpu']}x |")
     (HERE / "estimate_speed.md").write_text("\n".join(lines) + "\n")
 
 

@@ -33,7 +33,6 @@ from fidelity_points import FIT_SETTING, POINTS  # noqa: E402
 
 from servetune.plan.roofline import Efficiency  # noqa: E402
 from servetune.sim.calibration import (  # noqa: E402
-    CalibrationProfile,
     MeasuredRun,
     fit_coefficients,
     measured_targets,
@@ -41,6 +40,7 @@ from servetune.sim.calibration import (  # noqa: E402
     simulated_targets,
 )
 from servetune.sim.fitting import deployment_for  # noqa: E402
+from servetune.sim.profile import CalibrationProfile  # noqa: E402
 from servetune.sim.results import measured_run, read_flags  # noqa: E402
 from servetune.sim.steptime import StepCoefficients  # noqa: E402
 from servetune.sim.virtual import RequestSpec, run_virtual  # noqa: E402
@@ -100,6 +100,31 @@ def setting_dirs(data: Path) -> dict[str, Path]:
     return found
 
 
+def with_logged_limits(label: str, directory: Path, dep, notes: list[str]):  # noqa: ANN001, ANN201
+    """The deployment with the scheduler limits vLLM logged, where they differ from the planner's.
+
+    Speed is what this benchmark scores; capacity is compared apart (the table at the end), so a
+    planner miss on, say, the default max_num_batched_tokens must not leak into the timing errors.
+    """
+    from dataclasses import replace
+
+    from servetune.engines.vllm import parse_vllm_log
+
+    log = directory / "vllm_startup.log"
+    if not log.exists():
+        return dep
+    facts = parse_vllm_log(log.read_text(errors="replace"))
+    changes = {}
+    if facts.max_num_batched_tokens and facts.max_num_batched_tokens != dep.limits.max_num_batched_tokens:
+        changes["max_num_batched_tokens"] = facts.max_num_batched_tokens
+    if facts.block_size and facts.block_size != dep.limits.block_size:
+        changes["block_size"] = facts.block_size
+    if not changes:
+        return dep
+    notes.append(f"setting {label}: simulated with vLLM's logged {changes} (the planner said otherwise)")
+    return replace(dep, limits=replace(dep.limits, **changes))
+
+
 def capacity_rows(label: str, directory: Path, dep) -> list[str]:  # noqa: ANN001 - SimDeployment
     """Planner (= simulator) capacity against what vLLM logged at startup."""
     from servetune.engines.vllm import parse_vllm_log
@@ -141,9 +166,10 @@ def main() -> None:
     fit_names = {p.name for p in POINTS if p.fit}
     runs: dict[tuple[str, str], MeasuredRun] = {}
     deps = {}
+    notes: list[str] = []
     for label, directory in dirs.items():
         flags = read_flags(directory) or SETTING_FLAGS.get(label, [])
-        deps[label] = deployment_for(MODEL, GPU, VLLM_VERSION, flags)
+        deps[label] = with_logged_limits(label, directory, deployment_for(MODEL, GPU, VLLM_VERSION, flags), notes)
         for point in POINTS:
             path = directory / f"{point.name}.jsonl"
             if path.exists():
@@ -178,10 +204,10 @@ def main() -> None:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    write_results(args, rows, profile, profile_path, dirs, deps, stem, time.time() - t0)
+    write_results(args, rows, profile, profile_path, dirs, deps, stem, time.time() - t0, notes)
 
 
-def write_results(args, rows, profile, profile_path, dirs, deps, stem, elapsed) -> None:  # noqa: ANN001
+def write_results(args, rows, profile, profile_path, dirs, deps, stem, elapsed, notes) -> None:  # noqa: ANN001
     held = [r for r in rows if r["role"] == "held-out" and not math.isnan(r["err_calibrated"])]
     lines = [
         f"# Simulator fidelity{' (STAND-IN: synthetic data from the simulator itself)' if args.standin else ''}",
@@ -191,6 +217,7 @@ def write_results(args, rows, profile, profile_path, dirs, deps, stem, elapsed) 
         f"Profile: `{profile_path.name}`; per-point figures: `errors_{stem}.csv`. Script ran in {elapsed:.0f} s.",
         "Errors are (simulated - measured) / measured of the median TTFT, median TPOT "
         "((e2e - ttft)/(n - 1)) and output throughput over the point's measured requests.",
+        *notes,
         "",
         "## Held-out error summary (calibrated)",
         "",

@@ -85,6 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vllm", action="store_true", help="also measure vLLM CPU at N=2")
     parser.add_argument("--sizes", default="1,2,4,8", help="numbers of server configs (llama.cpp)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per (size, order) for llama.cpp; median kept")
     args = parser.parse_args()
     os.environ.setdefault("SERVETUNE_CACHE", str(REPO / ".servetune-cache"))
     plan = [("llamacpp", int(n)) for n in args.sizes.split(",")]
@@ -94,10 +95,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run_once("llamacpp", 1, True, Path(tmp) / "warm-up")  # imports, tiny model build, page cache: not timed
         for engine, n in plan:
-            for reorder in (False, True):
-                row = run_once(engine, n, reorder, Path(tmp))
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+            runs: dict[bool, list[dict]] = {False: [], True: []}
+            for i in range(args.repeats if engine == "llamacpp" else 1):
+                for reorder in (False, True) if i % 2 == 0 else (True, False):  # alternate against drift
+                    row = run_once(engine, n, reorder, Path(tmp) / f"r{i}")
+                    runs[reorder].append(row)
+                    print(json.dumps(row), flush=True)
+            rows += [_median(runs[False]), _median(runs[True])]
     result = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "rows": rows,
@@ -107,13 +111,21 @@ def main() -> None:
     print(render(rows))
 
 
+def _median(runs: list[dict]) -> dict:
+    """The run with the median wall time, with every run's wall time kept beside it."""
+    ordered = sorted(runs, key=lambda r: r["wall_s"])
+    return {**ordered[len(ordered) // 2], "wall_s_runs": [r["wall_s"] for r in runs]}
+
+
 def render(rows: list[dict]) -> str:
     lines = [
         "# Tune ordering: engine restarts and wall time vs number of variants",
         "",
         "N server configs × 2 client sampling presets (a grid with the client dimension declared first), "
         "suite = short_latency + decode_speed (32 tokens), 1 repeat, tiny model; both orders run on real "
-        "engines in the same script run (`python benchmarks/tune_ordering/run.py [--vllm]`).",
+        "engines in the same script run (`python benchmarks/tune_ordering/run.py [--vllm]`), alternating; "
+        "llama.cpp rows are the median of 3 runs per order, vLLM (CPU build) rows one run each. The machine "
+        "(2 cores) was shared with other work, so absolute times are noisy; the launch counts are exact.",
         "",
         "| engine | configs | variants | launches declared → servetune | wall s declared → servetune | saved s | saved % | mean start s |",
         "|---|---:|---:|---|---|---:|---:|---:|",

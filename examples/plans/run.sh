@@ -8,7 +8,7 @@ MTP2='{"method": "mtp", "num_speculative_tokens": 2}'
 MTP4='{"method": "mtp", "num_speculative_tokens": 4}'
 plan() {  # name, then servetune plan arguments
   local name=$1; shift
-  echo "\$ servetune plan $*" > "$name.txt"
+  python3 -c 'import shlex, sys; print("$ servetune plan " + shlex.join(sys.argv[1:]))' "$@" > "$name.txt"
   COLUMNS=130 "$ST" plan "$@" >> "$name.txt"
   "$ST" plan "$@" --json > "$name.json"
 }

@@ -30,6 +30,8 @@ def test_check_fails_for_wrong_model_and_too_long_context(llama_server) -> None:
     assert not report.ok and "exceed max_model_len=2048" in report.steps[-1].detail
     result = CliRunner().invoke(app, ["check", "--url", llama_server.base_url, "--model", "other-model"])
     assert result.exit_code == 1 and "FAIL" in result.output
+    result = CliRunner().invoke(app, ["check", "--url", llama_server.base_url, "--model", "other-model", "--json"])
+    assert result.exit_code == 1 and '"ok": false' in result.output.replace('"ok":false', '"ok": false')
 
 
 def test_check_no_server_is_a_clean_failure() -> None:

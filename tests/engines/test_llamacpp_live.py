@@ -162,3 +162,10 @@ def test_died_under_load(tiny_model, tmp_path: Path) -> None:
     assert death.klass == "died_under_load" and death.exit_code == -signal.SIGKILL
     assert "signal 9" in death.hint and death.excerpt
     assert engine.stop().clean
+
+
+def test_engine_command_missing(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("SERVETUNE_LLAMA_SERVER", str(tmp_path / "no-llama-server"))
+    with pytest.raises(EngineLaunchError) as info:
+        launch(EngineConfig(engine="llamacpp", model="/m.gguf"), log_dir=tmp_path, startup_timeout_s=30)
+    assert info.value.failure.klass == "exited_early" and "no-llama-server" in info.value.failure.excerpt

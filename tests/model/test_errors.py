@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from servetune.errors import ServetuneError
+from servetune.model.bundled import bundled_model
 from servetune.model.spec import load_model_spec
 
 
@@ -17,7 +18,7 @@ def _write(tmp_path: Path, cfg: dict) -> Path:
 
 
 def test_missing_field_is_named(tmp_path: Path) -> None:
-    base = json.loads((Path(__file__).parents[2] / "src/servetune/model/configs/llama-3-8b/config.json").read_text())
+    base = json.loads((bundled_model("llama-3-8b") / "config.json").read_text())  # type: ignore[operator]
     del base["num_hidden_layers"]
     with pytest.raises(ServetuneError, match="num_hidden_layers"):
         load_model_spec(_write(tmp_path, base))

@@ -18,7 +18,8 @@ def test_qwen36_tp2_layout_matches_the_reference_table() -> None:
     p = plan("qwen3.6-27b", "A100-80G-SXMx2", max_model_len="128K", language_model_only=True)
     assert p.feasible and p.tensor_parallel_size == 2
     assert (p.block_size, p.layout.bytes_per_block, p.blocks_per_request) == (784, 25_690_112, 174)  # PC on (0.33)
-    assert round(p.weights_bytes_per_gpu / 1024**3, 2) == 25.07
+    # 26.90 B params / 2 GPUs in bf16 = 25.07 GiB, + RoPE cos/sin cache 262,144 x 64 x 2 B per GPU
+    assert round(p.weights_bytes_per_gpu / 1024**3, 2) == 25.10
     assert p.blocks_for(1) == 1 + 3 * 2 and p.concurrency_for(131072) == p.max_concurrency
     assert p.max_concurrency_low < p.max_concurrency < p.max_concurrency_high  # overhead uncertainty
 
@@ -140,3 +141,18 @@ def test_sliding_window_caps_blocks_per_request() -> None:
     # SlidingWindowSpec: cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), 16) + 1
     assert p.blocks_per_request == (4095 + 2048 + 15) // 16 + 1 == 385
     assert p.blocks_for(100) == 8  # short requests hold only what they use
+
+
+def test_v011_turns_hybrid_prefix_caching_off() -> None:
+    p = plan("qwen3.6-27b", "H200", "0.11.0", max_model_len=32768, enable_prefix_caching=True)
+    assert not p.prefix_caching and p.blocks_per_request == 42 + 3
+
+
+def test_weights_per_gpu_match_vllm_model_loading_line() -> None:
+    """vllm-project/vllm#10517 (RTX 3090): Llama-3.1-8B "Loading model weights took 14.9888 GB" (GiB): the
+    8.03 B bf16 parameters plus RoPE's cos/sin cache (131,072 positions x 128 dims x 2 B)."""
+    from pathlib import Path
+
+    cfg = Path(__file__).parents[1] / "model" / "configs" / "llama-3.1-8b.json"
+    p = plan_for(EngineConfig(model=str(cfg), flags={"max-model-len": 20000}), get_gpu("RTX-3090"), vllm_version="0.11.0")
+    assert f"{p.weights_bytes_per_gpu / 1024**3:.4f}" == "14.9888"

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from servetune.plan.roofline import Efficiency
 from servetune.sim.calibration import (
-    CalibrationProfile,
     fit_coefficients,
     measured_targets,
     relative_errors,
     simulated_targets,
 )
 from servetune.sim.fitting import deployment_for, runs_from_dir
+from servetune.sim.profile import CalibrationProfile
 from servetune.sim.steptime import StepCoefficients
 from servetune.sim.virtual import RequestSpec, run_virtual
 

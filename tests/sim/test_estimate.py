@@ -90,3 +90,32 @@ def test_vllm_log_parser_reads_the_simulators_startup(deployment) -> None:
     assert facts.block_size == deployment.limits.block_size
     assert facts.max_concurrency == round(deployment.max_concurrency, 2)
     assert facts.available_kv_gib == round(deployment.available_kv_gib, 2)
+
+
+def test_estimate_for_a_load_room_workload() -> None:
+    from servetune.load.shape import LoadShape
+    from servetune.load.workload import Workload
+    from servetune.sim.estimate import estimate_load
+
+    cfg = EngineConfig(model="qwen3.6-27b", flags={"tensor-parallel-size": 2, "max-model-len": 131072,
+                                                   "language-model-only": True, "enable-prefix-caching": True})
+    shared = Workload.shared_prefix(4000, 2000, 16, seed=1)
+    result = estimate_load(cfg, shared, LoadShape(kind="concurrency", concurrency=4, requests=40), gpu="A100-80G-SXM")
+    assert result.completed == 40 and result.prefix_cache_hit_rate > 0.4
+    poisson = estimate_load(cfg, Workload.synthetic(512, 64), LoadShape(kind="rate", rate=2.0, requests=30),
+                            gpu="A100-80G-SXM")
+    assert poisson.completed == 30 and poisson.duration_s > 10
+
+
+def test_fast_forward_equals_stepping(deployment, monkeypatch) -> None:
+    from servetune.sim.scheduler import Scheduler
+    from servetune.sim.virtual import RequestSpec, run_virtual
+
+    specs = [RequestSpec(700 + 37 * i, 90 + 11 * i) for i in range(12)]
+    fast = run_virtual(specs, deployment.limits, deployment.timing, concurrency=3)
+    monkeypatch.setattr(Scheduler, "quiet_decode_steps", lambda self: 0)
+    slow = run_virtual(specs, deployment.limits, deployment.timing, concurrency=3)
+    assert fast.num_steps == slow.num_steps
+    for a, b in zip(fast.timelines, slow.timelines):
+        assert a.chunk_tokens == b.chunk_tokens
+        assert a.chunk_times == pytest.approx(b.chunk_times, rel=1e-9)

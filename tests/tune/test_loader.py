@@ -112,7 +112,20 @@ def test_embedded_demo_matches_the_example() -> None:
 
 
 def test_grid_client_dimension_checks_presets() -> None:
-    grid = GOOD.replace("  matrix:\n    changes:\n      A1: {kv-cache-dtype: auto}\n",
-                        "  grid:\n    client.sampling: [greedy, hot]\n    max-num-seqs: [1, 2]\n")
+    grid = GOOD.replace(
+        "  matrix:\n    changes:\n      A1: {kv-cache-dtype: auto}\n",
+        "  grid:\n    client.sampling: [greedy, hot]\n    max-num-seqs: [1, 2]\n",
+    )
     text = reject(grid.replace("variants:", "sampling_presets: {greedy: {temperature: 0}}\nvariants:"))
     assert "sampling preset `hot` is not defined" in text and "greedy" not in text.split("hot")[0][-40:]
+
+
+def test_check_lists_variants_in_run_order_without_launching() -> None:
+    from typer.testing import CliRunner
+
+    from servetune.cli import app
+
+    result = CliRunner().invoke(app, ["tune", str(EXAMPLES / "qwen36-27b-2xa100-r2.yaml"), "--check"])
+    assert result.exit_code == 0, result.output
+    assert "14 variants, 14 engine starts" in result.output
+    assert "R2-A4-mtp4" in result.output and "× 3 repeats" in result.output

@@ -9,12 +9,11 @@ import pytest
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.suite.result import ProbeResult
-from servetune.tune.experiment import Search
+from servetune.tune.experiment import ClientSpec, Search
 from servetune.tune.result import Failure, RunResult
 from servetune.tune.search import SearchSession
 from servetune.tune.store import Store
 from servetune.tune.variants import Variant
-from servetune.tune.experiment import ClientSpec
 
 
 def _variant(name: str, seqs: int) -> Variant:
@@ -27,9 +26,18 @@ def test_runs_survive_reopening_and_resume_rules(tmp_path: Path) -> None:
     v1, v2 = _variant("a", 1), _variant("b", 2)
     store.add_variant(v1, 0)
     store.add_variant(v2, 1)
-    store.add_run(RunResult(variant_key=v1.key(), probe="decode_speed", repeat=0, wall_s=1.0,
-                            result=ProbeResult(probe="decode_speed", figures={"output_tok_s": 10.0})))
-    store.set_status(v2.key(), "failed", failure=Failure(klass="died_under_load", excerpt="Killed", during="load_curve"))
+    store.add_run(
+        RunResult(
+            variant_key=v1.key(),
+            probe="decode_speed",
+            repeat=0,
+            wall_s=1.0,
+            result=ProbeResult(probe="decode_speed", figures={"output_tok_s": 10.0}),
+        )
+    )
+    store.set_status(
+        v2.key(), "failed", failure=Failure(klass="died_under_load", excerpt="Killed", during="load_curve")
+    )
     store.close()
 
     again = Store(tmp_path / "s.db")
@@ -50,10 +58,14 @@ def _objective(point: dict) -> float:
     return -((point["max-num-seqs"] - 6) ** 2) + (1.0 if point["kv-cache-dtype"] == "auto" else 0.0)
 
 
-SPACE = Search.model_validate({
-    "space": {"max-num-seqs": {"int": [1, 16]}, "kv-cache-dtype": {"choice": ["auto", "fp8"]}},
-    "budget_gpu_minutes": 100, "max_trials": 12, "seed": 3,
-})
+SPACE = Search.model_validate(
+    {
+        "space": {"max-num-seqs": {"int": [1, 16]}, "kv-cache-dtype": {"choice": ["auto", "fp8"]}},
+        "budget_gpu_minutes": 100,
+        "max_trials": 12,
+        "seed": 3,
+    }
+)
 
 
 def test_search_asks_within_trials_and_skips_infeasible_points() -> None:

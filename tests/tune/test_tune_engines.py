@@ -115,8 +115,9 @@ def test_interrupted_run_resumes_without_losing_or_repeating_runs(tmp_path: Path
     assert (out / "summary.csv").exists() and (out / "report.html").exists()
 
     (out / "summary.csv").unlink()
-    report = subprocess.run([sys.executable, "-m", "servetune", "report", str(out)], env=_env(),
-                            capture_output=True, text=True, timeout=60)
+    report = subprocess.run(
+        [sys.executable, "-m", "servetune", "report", str(out)], env=_env(), capture_output=True, text=True, timeout=60
+    )
     assert report.returncode == 0 and (out / "summary.csv").exists(), report.stderr
 
 
@@ -124,8 +125,13 @@ def test_invalid_experiment_is_rejected_before_any_launch(tmp_path: Path) -> Non
     bad = tmp_path / "bad.yaml"
     bad.write_text(SMALL.replace("parallel: 2, threads: 1", "paralel: 2, threads: one"))
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "servetune", "tune", str(bad), "--out", str(out)],
-                            env=_env(), capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "servetune", "tune", str(bad), "--out", str(out)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "bad.yaml:6:" in result.stderr and "did you mean `parallel`" in result.stderr
     assert "whole number" in result.stderr
@@ -135,8 +141,19 @@ def test_invalid_experiment_is_rejected_before_any_launch(tmp_path: Path) -> Non
 def test_cpu_example_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "cpu-tiny"
     result = subprocess.run(
-        [sys.executable, "-m", "servetune", "tune", str(REPO / "examples" / "tune" / "cpu-tiny.yaml"), "--out", str(out)],
-        env=_env(), capture_output=True, text=True, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "servetune",
+            "tune",
+            str(REPO / "examples" / "tune" / "cpu-tiny.yaml"),
+            "--out",
+            str(out),
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = list(csv.DictReader((out / "summary.csv").open()))
@@ -147,7 +164,7 @@ def test_cpu_example_end_to_end(tmp_path: Path) -> None:
     winner = data["winner"]
     assert winner is not None, data["reason"]
     figures = next(v for v in data["variants"] if v["name"] == winner)["figures"]
-    measured = figures["load_curve.max_output_tok_s"]
+    measured = figures["load_curve.slo_output_tok_s"]
     assert measured["n"] == 3 and measured["mean"] > 0, "the objective comes from three measured repeats"
     rec = (out / "recommendation.txt").read_text()
     assert winner in rec and ("llama-server" in rec or "vllm serve" in rec)
@@ -198,3 +215,15 @@ def test_stages_and_search_build_on_the_previous_winner(tmp_path: Path) -> None:
         flags = {k: v for k, v in record.variant.config.flags.items() if k != "ubatch-size"}
         assert flags == round2_winner.flags and record.status == "done"
     assert (tmp_path / "report.html").exists() and outcome.ranking.winner is not None
+
+
+def test_a_variant_that_cannot_start_is_recorded_and_the_next_runs(tmp_path: Path) -> None:
+    text = SMALL.replace("      one-slot: {parallel: 1}", "      broken: {no-such-flag: 1}") + "allow_unknown_flags: true\n"
+    outcome = run_experiment(parse_experiment(text), tmp_path, emit=lambda _: None)
+    by_name = {r.variant.name: r for r in outcome.records}
+    broken = by_name["broken"]
+    assert broken.status == "failed" and broken.failure.klass == "invalid_flag", broken.failure
+    assert "no-such-flag" in broken.failure.excerpt and broken.failure.during == "launch"
+    assert by_name["four-slots"].status == "done" and by_name["two-slots"].status == "done"
+    report = (tmp_path / "report.html").read_text()
+    assert "invalid_flag" in report and "no-such-flag" in report

@@ -11,8 +11,10 @@ BASE = EngineConfig(engine="vllm", model="/m", flags={"max-num-seqs": 2, "kv-cac
 
 
 def test_matrix_is_baseline_plus_one_change_each() -> None:
-    matrix = Matrix(baseline="A0", changes={"A1": Change(flags={"kv-cache-dtype": "auto"}),
-                                            "A2": Change(flags={"max-num-seqs": None})})
+    matrix = Matrix(
+        baseline="A0",
+        changes={"A1": Change(flags={"kv-cache-dtype": "auto"}), "A2": Change(flags={"max-num-seqs": None})},
+    )
     variants = matrix_variants(BASE, ClientSpec(), matrix)
     assert [v.name for v in variants] == ["A0", "A1", "A2"]
     assert variants[0].baseline and variants[0].config == BASE

@@ -8,7 +8,7 @@ import random
 
 from servetune.engines.config import EngineConfig
 from servetune.suite.result import ProbeResult
-from servetune.tune.experiment import ClientSpec, Matrix
+from servetune.tune.experiment import ClientSpec
 from servetune.tune.loader import parse_experiment
 from servetune.tune.result import Failure, RunResult, VariantRecord
 from servetune.tune.variants import matrix_variants
@@ -54,23 +54,71 @@ def records(repeats: int = 3, seed: int = 1) -> list[VariantRecord]:
     out = []
     for position, v in enumerate(variants):
         if v.name == "C9-crash":
-            out.append(VariantRecord(variant=v, position=position, status="failed",
-                                     failure=Failure(klass="oom_at_startup", excerpt="torch.OutOfMemoryError: CUDA out of memory")))
+            out.append(
+                VariantRecord(
+                    variant=v,
+                    position=position,
+                    status="failed",
+                    failure=Failure(klass="oom_at_startup", excerpt="torch.OutOfMemoryError: CUDA out of memory"),
+                )
+            )
             continue
         runs = []
         for r in range(repeats):
-            jitter = lambda x: x * (1 + rng.uniform(-0.01, 0.01))
+            def jitter(x):
+                return x * (1 + rng.uniform(-0.01, 0.01))
             tok = jitter(DECODE[v.name])
-            runs.append(RunResult(variant_key=v.key(), probe="decode_speed", repeat=r, wall_s=7.0,
-                                  result=ProbeResult(probe="decode_speed", figures={"output_tok_s": tok}, requests=1)))
-            runs.append(RunResult(variant_key=v.key(), probe="short_latency", repeat=r, wall_s=1.0,
-                                  result=ProbeResult(probe="short_latency", figures={"e2el_ms": jitter(580.0 * 71 / DECODE[v.name])}, requests=1)))
-            runs.append(RunResult(variant_key=v.key(), probe="memory_headroom", repeat=r, wall_s=0.1,
-                                  result=ProbeResult(probe="memory_headroom", figures={"headroom_pct": HEADROOM[v.name]})))
-            points = [{"concurrency": c, "output_tok_s": jitter(tok * c * 0.9), "ttft_p99_ms": jitter(300.0 * c),
-                       "tpot_p99_ms": jitter(1000 / tok * (1 + 0.2 * c))} for c in (1, 2, 4)]
-            runs.append(RunResult(variant_key=v.key(), probe="load_curve", repeat=r, wall_s=20.0,
-                                  result=ProbeResult(probe="load_curve", points=points, requests=48,
-                                                     figures={"goodput_rps": jitter(1.5), "max_output_tok_s": points[-1]["output_tok_s"]})))
+            runs.append(
+                RunResult(
+                    variant_key=v.key(),
+                    probe="decode_speed",
+                    repeat=r,
+                    wall_s=7.0,
+                    result=ProbeResult(probe="decode_speed", figures={"output_tok_s": tok}, requests=1),
+                )
+            )
+            runs.append(
+                RunResult(
+                    variant_key=v.key(),
+                    probe="short_latency",
+                    repeat=r,
+                    wall_s=1.0,
+                    result=ProbeResult(
+                        probe="short_latency", figures={"e2el_ms": jitter(580.0 * 71 / DECODE[v.name])}, requests=1
+                    ),
+                )
+            )
+            runs.append(
+                RunResult(
+                    variant_key=v.key(),
+                    probe="memory_headroom",
+                    repeat=r,
+                    wall_s=0.1,
+                    result=ProbeResult(probe="memory_headroom", figures={"headroom_pct": HEADROOM[v.name]}),
+                )
+            )
+            points = [
+                {
+                    "concurrency": c,
+                    "output_tok_s": jitter(tok * c * 0.9),
+                    "ttft_p99_ms": jitter(300.0 * c),
+                    "tpot_p99_ms": jitter(1000 / tok * (1 + 0.2 * c)),
+                }
+                for c in (1, 2, 4)
+            ]
+            runs.append(
+                RunResult(
+                    variant_key=v.key(),
+                    probe="load_curve",
+                    repeat=r,
+                    wall_s=20.0,
+                    result=ProbeResult(
+                        probe="load_curve",
+                        points=points,
+                        requests=48,
+                        figures={"goodput_rps": jitter(1.5), "max_output_tok_s": points[-1]["output_tok_s"]},
+                    ),
+                )
+            )
         out.append(VariantRecord(variant=v, position=position, status="done", runs=runs, launch_s=240.0))
     return out

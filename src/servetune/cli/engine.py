@@ -136,6 +136,7 @@ def register(app: typer.Typer) -> None:
         api_key: str = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY"),
         startup_timeout: float = typer.Option(600.0, "--startup-timeout"),
         log_dir: Path = typer.Option(Path("runs/logs"), "--log-dir"),
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
     ) -> None:
         """Acceptance test: the model is served (with max_model_len), a short chat answers, a long prompt
         completes. Launches the engine first unless --url is given; exit code 1 when a step fails."""
@@ -149,6 +150,9 @@ def register(app: typer.Typer) -> None:
             cfg = _config(engine, model, served_model_name, tiny, list(ctx.args))
             with _launch(cfg, log_dir, startup_timeout, None, "127.0.0.1") as running:
                 report = run_check(running.base_url, running.model_name, long_context_tokens=long_context)
-        _print_report(report)
+        if as_json:
+            typer.echo(report.model_dump_json(indent=2))
+        else:
+            _print_report(report)
         if not report.ok:
             raise typer.Exit(1)

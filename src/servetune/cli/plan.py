@@ -34,11 +34,12 @@ def register(app: typer.Typer) -> None:
     def plan(
         ctx: typer.Context,
         model: str = typer.Option(..., "--model", help="Model directory or config.json (or a bundled name, e.g. qwen3.6-27b)."),
-        gpu: str = typer.Option("local", "--gpu", help="GPU[xN]: A100-80G-SXMx2, H200, 2xL40S, local, custom:mem=..,bw=..,tflops=.."),
+        gpu: str = typer.Option("local", "--gpu", help="GPU model and count: A100-80G-SXMx2, H200, 2xL40S, local (NVML), custom:mem=..,bw=..,tflops=.."),
         vllm_version: str = typer.Option(None, "--vllm-version", help="vLLM release to follow (0.11 to 0.33; latest by default)."),
         available_kv: str = typer.Option(None, "--available-kv", help="Measured 'Available KV cache memory' (GiB or bytes): skips the overhead model."),
         from_log: str = typer.Option(None, "--from-log", help="A vLLM startup log: reproduce its capacity lines from its "
-                                     "'Available KV cache memory' and compare the overhead model with it."),
+                                     "'Available KV cache memory' (flags from its 'non-default args' line unless "
+                                     "given here) and compare the overhead model with it."),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Plan a vLLM deployment: does it fit, how many requests at max_model_len, how fast, which flags.
@@ -84,6 +85,7 @@ def _against_log(cfg: Any, gpu: Any, count: int, version: str | None, path: str,
     from servetune.plan.calibrate import (
         available_bytes,
         check_overhead,
+        flags_from_log,
         read_startup_log,
     )
 
@@ -92,6 +94,7 @@ def _against_log(cfg: Any, gpu: Any, count: int, version: str | None, path: str,
     except OSError as err:
         raise ServetuneError(f"cannot read --from-log {path}: {err.strerror}", "pass the path of a vLLM startup log") from err
     figures = read_startup_log(text)
+    cfg = cfg.model_copy(update={"flags": {**flags_from_log(text), **cfg.flags}})  # flags given here win
     if figures.available_kv_gib is None:
         raise ServetuneError(f"{path} has no 'Available KV cache memory' line", "pass the log of a vLLM start that got that far")
     version = version or figures.version

@@ -27,7 +27,7 @@ def _vllm_log(message: str, uvicorn: bool = False) -> None:
 def sim_serve(ctx: typer.Context) -> None:
     """Serve a simulated vLLM: OpenAI API, /metrics, vLLM's flags and startup lines (no GPU needed).
 
-    Usage: servetune sim-serve MODEL_DIR [vLLM flags] [--gpu H200] [--time-scale 10] [--calibration p.json]
+    Usage: servetune sim-serve MODEL [vLLM flags]   (MODEL: a directory with config.json, or a bundled name) [--gpu H200] [--time-scale 10] [--calibration p.json]
     """
     import asyncio
 
@@ -67,7 +67,7 @@ def _workload_parser() -> argparse.ArgumentParser:
 def estimate(ctx: typer.Context) -> None:
     """Predict TTFT/TPOT/ITL/throughput of a workload on a vLLM config, offline, in seconds.
 
-    Usage: servetune estimate MODEL_DIR [vLLM flags] --gpu H200 [--calibration p.json]
+    Usage: servetune estimate MODEL [vLLM flags] --gpu H200 [--calibration p.json]
            --num-requests 1000 --input-len 1024 --output-len 256 [--spread 0.25] [--shared-prefix-len N]
            (--concurrency 64 | --request-rate 8) [--json]
     """
@@ -115,11 +115,12 @@ def estimate(ctx: typer.Context) -> None:
 def calibrate(
     results: list[Path] = typer.Argument(..., help="Result directories of measured runs (per-point *.jsonl)."),
     out: Path = typer.Option(..., "--out", help="Where to write the calibration profile (JSON)."),
-    model: Path = typer.Option(..., "--model", help="Model directory (config.json) the runs served."),
+    model: str = typer.Option(..., "--model", help="Model the runs served: a directory with config.json or a "
+                              "bundled name such as qwen3.6-27b."),
     gpu: str = typer.Option("H200", "--gpu", help="GPU the runs ran on."),
     vllm_version: str = typer.Option(None, "--vllm-version", help="vLLM release of the runs, e.g. 0.24.0."),
     points: str = typer.Option("", "--points", help="Comma-separated point names to fit on (default: all)."),
-    iters: int = typer.Option(150, "--iters", help="Optimiser iterations."),
+    iters: int = typer.Option(200, "--iters", help="Optimiser iterations."),
 ) -> None:
     """Fit the simulator's step-time coefficients to measured runs and save a calibration profile."""
     from servetune.sim.fitting import calibrate_dirs

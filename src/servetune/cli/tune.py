@@ -43,11 +43,15 @@ def tune(
 
     console = Console(stderr=True)
     try:
-        outcome = run_experiment(exp, folder, resume=resume,
-                                 emit=lambda line: console.print(line, markup=False, highlight=False))
+        outcome = run_experiment(
+            exp, folder, resume=resume, emit=lambda line: console.print(line, markup=False, highlight=False)
+        )
     except KeyboardInterrupt:
-        typer.secho(f"\ninterrupted: every finished run is kept in {folder}; continue with "
-                    f"`servetune tune {experiment} --out {folder} --resume`", err=True)
+        typer.secho(
+            f"\ninterrupted: every finished run is kept in {folder}; continue with "
+            f"`servetune tune {experiment} --out {folder} --resume`",
+            err=True,
+        )
         raise typer.Exit(130) from None
     _print_outcome(outcome)
 

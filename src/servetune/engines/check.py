@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from servetune.engines.readiness import entry_max_model_len, model_entries
 
@@ -46,6 +46,7 @@ class CheckReport(BaseModel):
     max_model_len: int | None
     steps: list[CheckStep]
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
         return all(s.ok for s in self.steps) and bool(self.steps)

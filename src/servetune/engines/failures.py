@@ -74,6 +74,9 @@ def pattern(klass: FailureClass, regex: str, hint: Callable[[re.Match[str]], str
 
 
 GENERIC_PATTERNS: tuple[Pattern, ...] = (
+    pattern("exited_early", r"setpriv: failed to execute .*",
+            "The engine command could not be started: is the engine installed in this environment (or is "
+            "SERVETUNE_LLAMA_SERVER pointing at a real binary)?"),
     pattern("port_in_use", r"Address already in use|\[Errno 98\]|couldn't bind HTTP server socket|"
             r"failed to bind", "Another process holds the port: pick another --port (or leave it out to get a "
             "free one), or stop what is listening there."),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -64,14 +64,13 @@ class RunningEngine:
         if self.group is None or self.group.alive() or self.log_path is None:
             return None
         code = self.group.poll()
-        text = read_text(self.log_path)
-        after = text[self._ready_log_offset:] if self._ready_log_offset <= len(text) else text
+        after = read_text(self.log_path, start=self._ready_log_offset) or read_text(self.log_path)
         specific = classify_log(after, self.adapter.failure_patterns()) if self.adapter else None
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         cause = f" The log points to {specific.klass}: {specific.hint}" if specific else ""
         hint = (f"The engine died after it was ready ({how}). SIGKILL (9) with no error usually means the OOM "
                 f"killer or an outside kill; check `dmesg`, lower load or memory settings.{cause}")
-        excerpt = specific.excerpt if specific else tail_excerpt(after or text)
+        excerpt = specific.excerpt if specific else tail_excerpt(after)
         return FailureInfo(klass="died_under_load", excerpt=excerpt, hint=hint, exit_code=code)
 
     def stop(self, grace_s: float = DEFAULT_GRACE_S) -> TeardownReport | None:
@@ -94,7 +93,7 @@ class RunningEngine:
 
 def log_path_for(cfg: EngineConfig, log_dir: Path, port: int) -> Path:
     """One log file per launch: engine, config key, time, port."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     return Path(log_dir) / f"{cfg.engine}-{cfg.key()}-{stamp}-{port}.log"
 
 
@@ -107,9 +106,22 @@ def launch(
     port: int | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> RunningEngine:
-    """Starts `cfg`'s engine and returns once it serves `cfg.name`; raises EngineLaunchError otherwise."""
+    """Starts `cfg`'s engine and returns once it serves `cfg.name`; raises EngineLaunchError otherwise.
+
+    When servetune picked the port itself and something grabbed it before the engine bound it, the launch is
+    retried once on a new free port.
+    """
+    try:
+        return _launch_once(cfg, log_dir, startup_timeout_s, host, port or free_port(host), on_progress)
+    except EngineLaunchError as err:
+        if port is not None or err.failure.klass != "port_in_use":
+            raise
+    return _launch_once(cfg, log_dir, startup_timeout_s, host, free_port(host), on_progress)
+
+
+def _launch_once(cfg: EngineConfig, log_dir: Path, startup_timeout_s: float, host: str, port: int,
+                 on_progress: Callable[[str], None] | None) -> RunningEngine:
     adapter = adapter_for(cfg.engine)
-    port = port or free_port(host)
     argv = adapter.argv(cfg, host, port)
     env = adapter.env(cfg, host)
     log_path = log_path_for(cfg, log_dir, port)
@@ -118,7 +130,13 @@ def launch(
     log_path.write_text(f"# servetune launch: {env_txt} {shlex.join(argv)}\n")
     header = log_path.stat().st_size
     t0 = time.monotonic()
-    group = ProcessGroup.start(argv, log_path=log_path, env=env)
+    try:
+        group = ProcessGroup.start(argv, log_path=log_path, env=env)
+    except OSError as err:
+        raise EngineLaunchError(FailureInfo(
+            klass="exited_early", excerpt=f"{shlex.join(argv)}\n{type(err).__name__}: {err}",
+            hint=f"The {cfg.engine} command could not be started: is the engine installed in this environment?"),
+            str(log_path)) from err
     base_url = f"http://{host}:{port}"
     try:
         max_len = _wait_ready(cfg, adapter, group, base_url, startup_timeout_s, on_progress)
@@ -129,8 +147,8 @@ def launch(
         group.stop(grace_s=DEFAULT_GRACE_S)
         raise
     startup_s = time.monotonic() - t0
-    text = read_text(log_path)
-    facts = adapter.parse_log(text[header:])
+    ready_offset = log_path.stat().st_size
+    facts = adapter.parse_log(read_text(log_path, start=header))
     updates: dict = {}
     if facts.version is None:
         updates["version"] = adapter.version()
@@ -138,7 +156,7 @@ def launch(
         updates["max_model_len"] = max_len
     if updates:
         facts = facts.model_copy(update=updates)
-    return RunningEngine(cfg, adapter, group, base_url, facts, log_path, startup_s, ready_log_offset=len(text))
+    return RunningEngine(cfg, adapter, group, base_url, facts, log_path, startup_s, ready_log_offset=ready_offset)
 
 
 def _failure(klass_default: FailureClass, text: str, adapter: EngineAdapter, hint: str,
@@ -167,7 +185,7 @@ def _wait_ready(cfg: EngineConfig, adapter: EngineAdapter, group: ProcessGroup, 
         report_progress()
         code = group.poll()
         if code is not None:
-            follower.flush()
+            report_progress()
             text = read_text(group.log_path)
             raise EngineLaunchError(_failure(
                 "exited_early", text, adapter,

@@ -33,7 +33,7 @@ _R = {name: re.compile(rx, re.MULTILINE) for name, rx in {
 
 LLAMACPP_PATTERNS: tuple[Pattern, ...] = (
     pattern("model_missing",
-            r".*(?:failed to open GGUF file|No such file or directory).*",
+            r".*(?:failed to open GGUF file|gguf_init_from_file.*No such file or directory).*",
             "The GGUF file does not exist: check the model path (llama.cpp takes a .gguf file, not a directory)."),
     pattern("unsupported_model",
             r".*(?:unknown model architecture|unknown (?:pre-)?tokenizer|unsupported model|"

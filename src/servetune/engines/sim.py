@@ -10,8 +10,9 @@ import sys
 
 import servetune
 from servetune.engines.config import EngineConfig
+from servetune.engines.facts import EngineFacts
 from servetune.engines.flags import flags_to_argv
-from servetune.engines.vllm import VllmAdapter
+from servetune.engines.vllm import VllmAdapter, parse_vllm_log
 
 
 class SimAdapter(VllmAdapter):
@@ -29,3 +30,7 @@ class SimAdapter(VllmAdapter):
 
     def version(self) -> str | None:
         return f"servetune-sim-{servetune.__version__}"
+
+    def parse_log(self, text: str) -> EngineFacts:
+        """vLLM's parser; `version` stays the vLLM version the simulator imitates."""
+        return parse_vllm_log(text).model_copy(update={"engine": "sim"})

@@ -99,25 +99,33 @@ class Client:
         record.stream = self.stream
         record.prompt_tokens_expected = turn.prompt_tokens
         record.output_tokens_requested = turn.max_tokens
-        try:
-            conn = await self.pool.acquire()
-        except asyncio.TimeoutError:
-            return self._failed(record, ErrorClass.CONNECT_TIMEOUT, f"connect timed out after {self.pool.connect_timeout_s} s")
-        except OSError as err:
-            return self._failed(record, ErrorClass.CONNECT_ERROR, f"cannot connect: {err}")
-        record.sent_ns = _now()
-        fut = conn.request(data, state)
-        self.watchdog.inflight[conn] = (state, record.sent_ns)
-        error: tuple[ErrorClass, str] | None = None
-        try:
-            await fut
-        except ResponseError as err:
-            cls = {"reset": ErrorClass.CONNECTION_RESET, "truncated": ErrorClass.TRUNCATED}.get(err.kind, ErrorClass.INVALID_RESPONSE)
-            error = (cls, str(err))
-        except _Timeout as err:
-            error = (err.cls, str(err))
-        finally:
-            self.watchdog.inflight.pop(conn, None)
+        for attempt in (0, 1):
+            try:
+                conn = await self.pool.acquire()
+            except asyncio.TimeoutError:
+                return self._failed(record, ErrorClass.CONNECT_TIMEOUT, f"connect timed out after {self.pool.connect_timeout_s} s")
+            except OSError as err:
+                return self._failed(record, ErrorClass.CONNECT_ERROR, f"cannot connect: {err}")
+            reused = conn.used > 0
+            record.sent_ns = _now()
+            fut = conn.request(data, state)
+            self.watchdog.inflight[conn] = (state, record.sent_ns)
+            error: tuple[ErrorClass, str] | None = None
+            try:
+                await fut
+            except ResponseError as err:
+                cls = {"reset": ErrorClass.CONNECTION_RESET, "truncated": ErrorClass.TRUNCATED}.get(err.kind, ErrorClass.INVALID_RESPONSE)
+                error = (cls, str(err))
+            except _Timeout as err:
+                error = (err.cls, str(err))
+            finally:
+                self.watchdog.inflight.pop(conn, None)
+            # A kept-alive connection that the server closed just as we reused it (its idle timeout): nothing
+            # was answered, so the request is sent again once on a fresh connection, as HTTP clients do.
+            if error is not None and reused and attempt == 0 and state.status == 0 and error[0] != ErrorClass.FIRST_TOKEN_TIMEOUT:
+                state = StreamState(self.stream, keep_outputs=state.keep_outputs)
+                continue
+            break
         # a normal end: the arrival of the last bytes; a failure: when it was noticed
         record.done_ns = conn.last_ns if error is None else _now()
         record.chunk_ns = state.chunk_ns

@@ -53,6 +53,7 @@ class _Conn(asyncio.Protocol):
         self.done: asyncio.Future[None] | None = None
         self.last_ns = 0  # arrival time of the latest bytes (the watchdog reads it)
         self.closed = False
+        self.used = 0  # requests sent on this connection
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -70,6 +71,7 @@ class _Conn(asyncio.Protocol):
 
     def request(self, data: bytes, sink: BodySink) -> asyncio.Future[None]:
         self.sink = sink
+        self.used += 1
         self.state = _HEAD
         self.buf = b""
         self.done = asyncio.get_running_loop().create_future()

@@ -109,6 +109,15 @@ class ServerTokenizer:
         self.model = model
         self.name = f"{self.url}"
         self._session = None  # one keep-alive aiohttp session, opened on first use
+        self._pool = frozenset(WordCounter().words())
+        self._additive = False  # verified: the server counts one token per pool word (see calibrate)
+
+    async def calibrate(self) -> None:
+        """Asks the server once whether every pool word is one token in any order; if so, prompts made of
+        pool words are counted locally (exact for this server) instead of one /tokenize call each."""
+        words = sorted(self._pool)
+        sample = " ".join(words + words[::-1])
+        self._additive = (await self.count([sample]))[0] == 2 * len(words)
 
     async def count(self, texts: Sequence[str]) -> list[int]:
         import aiohttp
@@ -117,6 +126,11 @@ class ServerTokenizer:
             self._session = aiohttp.ClientSession()
         out = []
         for text in texts:
+            if self._additive:
+                words = text.split()
+                if self._pool.issuperset(words):
+                    out.append(len(words))
+                    continue
             body = {"model": self.model, "prompt": text, "add_special_tokens": False}
             async with self._session.post(self.url, json=body) as resp:
                 if resp.status != 200:
@@ -142,7 +156,7 @@ async def make_counter(tokenizer: str | None, base_url: str, model: str) -> Toke
         return LocalTokenizer(tokenizer)
     server = ServerTokenizer(base_url, model)
     try:
-        await server.count(["hello world"])
+        await server.calibrate()
     except Exception as err:  # noqa: BLE001 - any failure means: no usable /tokenize
         await server.aclose()
         if tokenizer == "server":

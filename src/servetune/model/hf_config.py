@@ -118,7 +118,8 @@ def spec_from_config(
             f"architecture {arch or '(none: config.json has no architectures field)'!r} is not supported by the planner",
             "supported: " + ", ".join(SUPPORTED_ARCHITECTURES),
         )
-    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    nested = raw.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else raw
     where = f"{file}" + (" text_config" if text is not raw else "")
     f = _Fields(text, where)
     family = arch.removesuffix("ForCausalLM").removesuffix("ForConditionalGeneration")
@@ -174,6 +175,7 @@ def spec_from_config(
         mtp_layers=mtp,
         tie_word_embeddings=tied,
         max_position_embeddings=_derived_max_len(f),
+        rotary_dim=_rotary_dim(f, attention, mla),
         dtype=_dtype(dtype, text, raw),
         vision=vision,
         language_model_only=lmo,
@@ -237,6 +239,16 @@ def _linear_attention(f: _Fields) -> LinearAttentionShape:
         conv_kernel=int(f.req("linear_conv_kernel_dim")),
         ssm_dtype=_ssm_dtype(ssm),
     )
+
+
+def _rotary_dim(f: _Fields, attention: AttentionShape | None, mla: MLAShape | None) -> int:
+    """Dimensions RoPE rotates per head (sizes vLLM's cos/sin cache)."""
+    if mla is not None:
+        return mla.qk_rope_head_dim
+    assert attention is not None
+    rope = f.opt("rope_parameters") if isinstance(f.opt("rope_parameters"), dict) else {}
+    factor = float(f.opt("partial_rotary_factor", rope.get("partial_rotary_factor", 1.0)))
+    return int(attention.head_dim * factor)
 
 
 def _derived_max_len(f: _Fields) -> int:

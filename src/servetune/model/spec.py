@@ -115,6 +115,8 @@ class ModelSpec(BaseModel):
     mtp_layers: int = 0
     tie_word_embeddings: bool = False
     max_position_embeddings: int
+    rotary_dim: int = 0
+    """RoPE dimensions per head (head_dim x partial_rotary_factor; the rope part of the key for MLA)."""
     dtype: ModelDtype = "bfloat16"
     vision: VisionShape | None = None
     language_model_only: bool = False

@@ -46,6 +46,8 @@ class Plan(BaseModel):
     fixes: list[Fix]
     tensor_parallel_size: int
     pipeline_parallel_size: int
+    data_parallel_size: int
+    """Replicas; the capacity figures are per replica (each has its own KV pool and scheduler)."""
     max_model_len: int
     gpu_memory_utilization: float
     kv_cache_dtype: str
@@ -113,7 +115,8 @@ def plan_for(
         raise ServetuneError(f"the planner models vLLM, not {cfg.engine}", "plan a vLLM EngineConfig (engine='vllm')")
     inputs = inputs_from_flags(cfg.flags)
     if "tensor-parallel-size" not in {flag_key(k) for k in cfg.flags} and num_gpus > 1:
-        inputs = inputs.model_copy(update={"tensor_parallel_size": max(1, num_gpus // inputs.pipeline_parallel_size)})
+        per_replica = num_gpus // (inputs.pipeline_parallel_size * inputs.data_parallel_size)
+        inputs = inputs.model_copy(update={"tensor_parallel_size": max(1, per_replica)})
     beh = behaviour(vllm_version or cfg.version)
     if spec is None:
         spec = _cached_spec(str(Path(cfg.model)), inputs.language_model_only, inputs.quantization, inputs.dtype)
@@ -128,22 +131,15 @@ def plan_for(
         mnbt = max(mnbt, inputs.max_model_len or spec.max_position_embeddings)  # whole prompts in one step
     mns = inputs.max_num_seqs or min(mns_default, mnbt)
     derived = spec.max_position_embeddings
-    max_len = inputs.max_model_len if inputs.max_model_len is not None else derived
-    auto_len = max_len == -1
-    if auto_len:
-        max_len = derived
-    elif max_len > derived:
-        message = (f"max_model_len {max_len:,} exceeds the model's {derived:,} (max_position_embeddings x RoPE scaling)")
-        if cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1":
-            notes.append(message + ": allowed by VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; quality needs RoPE scaling")
-        else:
-            reasons.append(message + "; vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set "
-                           "(add rope scaling, e.g. YaRN, to the config for quality)")
+    max_len, auto_len = _max_model_len(inputs.max_model_len, derived, cfg.env, reasons, notes)
     if max_len < 1:
         raise ServetuneError(f"max_model_len must be positive, got {max_len}", "e.g. --max-model-len 32768 or 32K")
     prefix = inputs.enable_prefix_caching
     if prefix is None:
         prefix = beh.hybrid_prefix_caching_default if spec.is_hybrid else True
+    elif prefix and spec.is_hybrid and not beh.hybrid_prefix_caching_supported:
+        prefix = False
+        notes.append(f"vLLM {beh.version} disables prefix caching for hybrid models even when asked")
     with_mtp = inputs.speculative_method in MTP_METHODS and spec.mtp_layers > 0
     spec_tokens = inputs.num_speculative_tokens
 
@@ -180,16 +176,7 @@ def plan_for(
     cap = kvcache.capacity(lay, available_kv_bytes=max(avail, 0), max_model_len=max_len, behaviour=beh,
                            num_gpu_blocks_override=inputs.num_gpu_blocks_override)
     if not cap.fits_one_request and not any("short before any KV" in r for r in reasons):
-        if avail <= 0:
-            reasons.append(f"no memory left for the KV cache ({avail / GiB:.2f} GiB after weights and overhead)")
-        else:
-            hint = (f"; the largest max_model_len that fits is {cap.estimated_max_model_len:,}"
-                    if cap.estimated_max_model_len else "")
-            reasons.append(
-                f"one request at max_model_len {max_len:,} needs {cap.needed_bytes / GiB:.2f} GiB of KV cache, "
-                f"but {cap.available_kv_bytes / GiB:.2f} GiB is available "
-                f"({(cap.needed_bytes - cap.available_kv_bytes) / GiB:.2f} GiB short){hint}"
-            )
+        reasons.append(_kv_shortfall(cap, avail, max_len))
     low = kvcache.capacity(lay, available_kv_bytes=max(avail - unc, 0), max_model_len=max_len, behaviour=beh)
     high = kvcache.capacity(lay, available_kv_bytes=max(avail + unc, 0), max_model_len=max_len, behaviour=beh)
     feasible = not reasons
@@ -207,6 +194,7 @@ def plan_for(
     plan = Plan(
         model=cfg.model, model_name=spec.name, gpu=gpu.name, num_gpus=num_gpus, vllm_version=version,
         feasible=feasible, reasons=reasons, notes=notes, fixes=[], tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        data_parallel_size=inputs.data_parallel_size,
         max_model_len=max_len, gpu_memory_utilization=util, kv_cache_dtype=inputs.kv_cache_dtype,
         serve_dtype=rules.serve_dtype, weight_format=spec.quant.label if spec.quant.method != "none" else rules.serve_dtype,
         prefix_caching=prefix, num_speculative_tokens=spec_tokens, max_num_seqs=mns, max_num_batched_tokens=mnbt,
@@ -226,6 +214,35 @@ def plan_for(
 
         plan = plan.model_copy(update={"fixes": find_fixes(cfg, gpu, num_gpus, spec, inputs, plan, replan)})
     return plan
+
+
+def _max_model_len(
+    asked: int | None, derived: int, env: dict[str, str], reasons: list[str], notes: list[str]
+) -> tuple[int, bool]:
+    """(max_model_len, auto-fit?) as vLLM resolves it; longer than the model's needs VLLM_ALLOW_LONG_MAX_MODEL_LEN."""
+    max_len = asked if asked is not None else derived
+    if max_len == -1:
+        return derived, True
+    if max_len > derived:
+        message = f"max_model_len {max_len:,} exceeds the model's {derived:,} (max_position_embeddings x RoPE scaling)"
+        if env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1":
+            notes.append(message + ": allowed by VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; quality needs RoPE scaling")
+        else:
+            reasons.append(message + "; vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set "
+                           "(add rope scaling, e.g. YaRN, to the config for quality)")
+    return max_len, False
+
+
+def _kv_shortfall(cap: kvcache.Capacity, avail: int, max_len: int) -> str:
+    """Why the KV cache cannot hold one max-length request, by how much, and the length that would fit."""
+    if avail <= 0:
+        return f"no memory left for the KV cache ({avail / GiB:.2f} GiB after weights and overhead)"
+    hint = f"; the largest max_model_len that fits is {cap.estimated_max_model_len:,}" if cap.estimated_max_model_len else ""
+    return (
+        f"one request at max_model_len {max_len:,} needs {cap.needed_bytes / GiB:.2f} GiB of KV cache, "
+        f"but {cap.available_kv_bytes / GiB:.2f} GiB is available "
+        f"({(cap.needed_bytes - cap.available_kv_bytes) / GiB:.2f} GiB short){hint}"
+    )
 
 
 def _serve_flags(

@@ -9,7 +9,9 @@ of the overhead model, which `fit_overhead` folds back into its coefficients.
 
 from __future__ import annotations
 
+import ast
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,6 +25,27 @@ _CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]
 _BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")
 _EQUIV = re.compile(r"current --gpu-memory-utilization=([\d.]+) is equivalent to --gpu-memory-utilization=([\d.]+)")
 _VERSION = re.compile(r"(?:vLLM API server version|version) v?(\d+\.\d+\.\d+)")
+
+
+_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})")
+_NOT_LEDGER = frozenset({"model", "model-tag", "host", "port", "served-model-name", "load-format", "additional-config",
+                         "api-server-count", "uvicorn-log-level", "disable-log-requests", "trust-remote-code"})
+
+
+def flags_from_log(text: str) -> dict[str, Any]:
+    """The `vllm serve` flags a log's "non-default args: {...}" line records, by vLLM's dashed names
+    (serving-only flags such as host, port and load format left out)."""
+    found = _NON_DEFAULT.findall(text)
+    if not found:
+        return {}
+    try:
+        args = ast.literal_eval(found[-1])
+    except (ValueError, SyntaxError):
+        return {}
+    if not isinstance(args, dict):
+        return {}
+    flags = {str(k).replace("_", "-"): v for k, v in args.items()}
+    return {k: v for k, v in flags.items() if k not in _NOT_LEDGER}
 
 
 class LogFigures(BaseModel):

@@ -46,7 +46,8 @@ def find_fixes(
     candidates: list[tuple[str, dict[str, Any], int]] = []
     for t in valid_tp_sizes(spec):
         if t > tp:
-            candidates.append((f"tensor-parallel-size {t}", {"tensor-parallel-size": t}, max(num_gpus, t * inputs.pipeline_parallel_size)))
+            gpus = max(num_gpus, t * inputs.pipeline_parallel_size * inputs.data_parallel_size)
+            candidates.append((f"tensor-parallel-size {t}", {"tensor-parallel-size": t}, gpus))
             break
     if spec.quant.method == "none":
         candidates.append((f"INT4 weights ({int4.upper()} group 128 checkpoint)", {"quantization": int4}, num_gpus))

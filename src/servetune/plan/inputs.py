@@ -52,6 +52,8 @@ class PlanInputs(BaseModel):
 
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    """Independent replicas; each holds its own KV pool (capacity figures are per replica)."""
     max_model_len: int | None = None
     """None = the model's max_position_embeddings; -1 = auto-fit to memory."""
     gpu_memory_utilization: float | None = None
@@ -80,7 +82,8 @@ class PlanInputs(BaseModel):
         return self.kv_cache_dtype in FP8_KV
 
 
-_ALIASES = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "sc": "speculative-config", "q": "quantization"}
+_ALIASES = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "dp": "data-parallel-size",
+            "sc": "speculative-config", "q": "quantization"}
 
 
 def flag_key(name: str) -> str:
@@ -134,6 +137,8 @@ def inputs_from_flags(flags: dict[str, Any]) -> PlanInputs:
         out["tensor_parallel_size"] = _number(f["tensor-parallel-size"], "tensor-parallel-size")
     if "pipeline-parallel-size" in f:
         out["pipeline_parallel_size"] = _number(f["pipeline-parallel-size"], "pipeline-parallel-size")
+    if "data-parallel-size" in f:
+        out["data_parallel_size"] = _number(f["data-parallel-size"], "data-parallel-size")
     if "max-model-len" in f:
         raw = f["max-model-len"]
         out["max_model_len"] = -1 if str(raw).strip().lower() in ("auto", "-1") else human_readable_int(raw, "max-model-len")

@@ -121,7 +121,8 @@ def layout(
         kv_bytes = 2
     if spec.mla is not None:
         attn_1 = spec.mla.cache_dim * kv_bytes
-        preferred = 64 if 9.0 <= compute_capability < 10.0 else 16  # FlashMLA pages are 64 tokens on Hopper
+        # backend page sizes: FlashMLA 64 tokens (Hopper), CUTLASS MLA 128 (Blackwell), Triton MLA 16
+        preferred = 64 if 9.0 <= compute_capability < 10.0 else 128 if compute_capability >= 10.0 else 16
     else:
         assert spec.attention is not None
         kv_heads = max(1, spec.attention.num_kv_heads // tp)

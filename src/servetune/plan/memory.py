@@ -73,8 +73,9 @@ def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int
     """Bytes of weights on the most loaded GPU ("Model loading took X GiB").
 
     Projections, experts and vocab-parallel embedding/lm_head are split over TP; k/v projections are
-    replicated when TP exceeds the KV heads (each GPU keeps one KV head); norms and small vectors are
-    replicated. With PP the embedding lives on the first stage, lm_head, final norm and MTP on the last.
+    replicated when TP exceeds the KV heads (each GPU keeps one KV head); norms, small vectors and the RoPE
+    cos/sin cache are replicated (vLLM issue #10517: Llama-3.1-8B "took 14.9888 GB" = 8.03 B x 2 B + the
+    131,072 x 128 x 2 B cache). With PP the embedding lives on the first stage, lm_head, final norm and MTP on the last.
     """
     per_linear = spec.quant.bytes_per_linear_param if spec.quant.method != "none" else 2.0
     dense = 2
@@ -93,6 +94,9 @@ def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int
             b += p.embed * dense / tp
             if spec.vision and not spec.language_model_only:
                 b += p.vision * dense / tp
+        if spec.rotary_dim:
+            # vLLM counts RotaryEmbedding's cos/sin cache [max_position, rotary_dim] (model dtype) as model memory
+            b += spec.max_position_embeddings * spec.rotary_dim * dense
         if i == len(sizes) - 1:
             tied_copy = p.embed if (p.lm_head == 0 and pp > 1) else 0
             b += (p.lm_head + tied_copy) * dense / tp + p.final_norm * dense

@@ -24,7 +24,9 @@ def render(plan: Plan, console: Console) -> None:
     verdict = "[bold green]FITS[/]" if plan.feasible else "[bold red]DOES NOT FIT[/]"
     console.print(
         f"{verdict}  {plan.model_name} on {plan.num_gpus}x {plan.gpu}  (vLLM {plan.vllm_version}, TP {plan.tensor_parallel_size}"
-        f", PP {plan.pipeline_parallel_size}, max_model_len {plan.max_model_len:,})"
+        f", PP {plan.pipeline_parallel_size}" + (f", DP {plan.data_parallel_size} (figures per replica)"
+                                                  if plan.data_parallel_size > 1 else "")
+        + f", max_model_len {plan.max_model_len:,})"
     )
     for reason in plan.reasons:
         console.print(f"  [red]x[/] {reason}")
@@ -36,7 +38,7 @@ def render(plan: Plan, console: Console) -> None:
     ledger.add_column("value", justify="right")
     ledger.add_column("how")
     ov = plan.overhead
-    rows = [
+    rows: list[tuple[str, str, str]] = [
         ("GPU memory (CUDA total)", _gib(plan.gpu_memory_bytes), plan.gpu),
         ("budget", _gib(plan.requested_bytes), f"ceil(total x {plan.gpu_memory_utilization})"),
         ("weights", _gib(plan.weights_bytes_per_gpu), f"{plan.params_loaded / 1e9:.2f} B params, {plan.weight_format}"),
@@ -44,7 +46,8 @@ def render(plan: Plan, console: Console) -> None:
         ("activation peak", _gib(ov.peak_activation_bytes),
          f"max(forward of {plan.max_num_batched_tokens} tokens {ov.activation_bytes / GiB:.2f}, "
          f"sampler x {min(plan.max_num_seqs, plan.max_num_batched_tokens)} {ov.sampler_bytes / GiB:.2f})"),
-        ("CUDA graphs", _gib(ov.cudagraph_bytes), "model (0 with --enforce-eager)"),
+        ("CUDA graphs", _gib(ov.cudagraph_bytes),
+         "model" if ov.cudagraph_bytes else "not reserved before the KV cache (--enforce-eager, or vLLM < 0.20)"),
     ]
     if ov.mm_encoder_bytes:
         rows.append(("vision encoder profile", _gib(ov.mm_encoder_bytes), "skipped by --language-model-only"))
@@ -76,8 +79,8 @@ def render(plan: Plan, console: Console) -> None:
             f"  ({plan.max_concurrency_low:.2f} .. {plan.max_concurrency_high:.2f})")),
         ("max_num_seqs / max_num_batched_tokens", f"{plan.max_num_seqs} / {plan.max_num_batched_tokens}"),
     ]
-    for row in cap_rows:
-        cap.add_row(*row)
+    for label, value in cap_rows:
+        cap.add_row(label, value)
     console.print(cap)
     if plan.feasible:
         console.print("vLLM will print:")

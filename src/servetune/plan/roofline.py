@@ -109,7 +109,7 @@ def model_costs(spec: ModelSpec, *, tp: int = 1, kv_cache_dtype: str = "auto", w
     kv_b = 1 if kv_cache_dtype.startswith("fp8") else 2
     n_attn = spec.num_full_attention_layers
     if spec.mla:
-        kv_tok = n_attn * spec.mla.cache_dim * kv_b
+        kv_tok: float = n_attn * spec.mla.cache_dim * kv_b
         attn_pair = 4 * n_attn * spec.mla.num_heads * (spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim)
     else:
         assert spec.attention is not None

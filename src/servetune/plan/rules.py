@@ -47,12 +47,13 @@ def valid_tp_sizes(spec: ModelSpec, limit: int = 8) -> list[int]:
 def check(spec: ModelSpec, gpu: GPUSpec, num_gpus: int, inputs: PlanInputs) -> RuleReport:
     """Applies the rules for this model, GPU and flags."""
     r = RuleReport(serve_dtype=spec.dtype)
-    tp, pp = inputs.tensor_parallel_size, inputs.pipeline_parallel_size
-    if tp < 1 or pp < 1:
-        r.problems.append("tensor-parallel-size and pipeline-parallel-size must be at least 1")
+    tp, pp, dp = inputs.tensor_parallel_size, inputs.pipeline_parallel_size, inputs.data_parallel_size
+    if min(tp, pp, dp) < 1:
+        r.problems.append("tensor-, pipeline- and data-parallel sizes must be at least 1")
         return r
-    if tp * pp > num_gpus:
-        r.problems.append(f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} needs {tp * pp} GPUs, but {num_gpus} given")
+    if tp * pp * dp > num_gpus:
+        r.problems.append(f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} x data-parallel-size {dp} needs "
+                          f"{tp * pp * dp} GPUs, but {num_gpus} given")
     for why in divisors_ok(spec, tp):
         r.problems.append(f"{why}; valid sizes: {', '.join(map(str, valid_tp_sizes(spec)))}")
     if pp > spec.num_layers:
@@ -88,6 +89,9 @@ def check(spec: ModelSpec, gpu: GPUSpec, num_gpus: int, inputs: PlanInputs) -> R
     if gpu.compute_capability < 8.0:
         r.notes.append("recent vLLM wheels (torch >= 2.11) no longer ship Volta kernels: a V100 needs an older "
                        "vLLM or a custom build")
+    util = inputs.gpu_memory_utilization
+    if util is not None and not 0 < util <= 1:
+        r.problems.append(f"gpu-memory-utilization must be in (0, 1], got {util} (a fraction of the GPU's total memory)")
     if inputs.max_num_seqs and inputs.max_num_batched_tokens and inputs.max_num_batched_tokens < inputs.max_num_seqs:
         r.problems.append(
             f"max_num_batched_tokens ({inputs.max_num_batched_tokens}) must be greater than or equal to "

@@ -31,10 +31,11 @@ def speed_estimates(
     short = min(1024, max_len)
     per_2k = lay.blocks_for(min(2048, max_len))
     batch = max(1, min(mns, num_blocks // per_2k if per_2k else 1))
+    mtp = f", MTP {spec_tokens} at {acceptance:.0%} acceptance" if spec_tokens else ""
     for name, b, ctx in (
-        (f"decode, 1 stream, {short:,} context", 1, short),
-        (f"decode, 1 stream, {max_len:,} context", 1, max_len),
-        (f"decode, {batch} stream{'s' if batch > 1 else ''} x {min(2048, max_len):,} context (aggregate)", batch,
+        (f"decode, 1 stream, {short:,} context{mtp}", 1, short),
+        (f"decode, 1 stream, {max_len:,} context{mtp}", 1, max_len),
+        (f"decode, {batch} stream{'s' if batch > 1 else ''} x {min(2048, max_len):,} context (aggregate){mtp}", batch,
          min(2048, max_len)),
     ):
         vals = [

@@ -24,6 +24,8 @@ class VllmBehaviour:
     """0.9 up to 0.11; 0.92 from 0.20 (read in 0.20.2; the switch lies in 0.12-0.20)."""
     cudagraph_in_profile: bool
     """The CUDA-graph memory estimate is subtracted before the KV budget (0.20.2+; 0.11 captured after)."""
+    hybrid_prefix_caching_supported: bool
+    """0.11 turns prefix caching off for hybrids ("not yet supported"); 0.20.2 allows forcing it (experimental)."""
     hybrid_prefix_caching_default: bool
     """Hybrid (Mamba/GDN) models enable prefix caching by default: off in 0.24.0 (read), on in 0.26.0 (read)."""
     legacy_token_count: bool
@@ -66,6 +68,7 @@ def behaviour(version: str | None = None) -> VllmBehaviour:
         version=".".join(map(str, v)),
         default_gpu_memory_utilization=0.9 if minor < 20 else 0.92,
         cudagraph_in_profile=minor >= 20,
+        hybrid_prefix_caching_supported=minor >= 12,
         hybrid_prefix_caching_default=minor >= 26,
         legacy_token_count=minor < 20,
         one_line_capacity_log=minor >= 27,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from servetune.process import reaper
 from servetune.process.proctable import group_members, living
@@ -39,6 +39,7 @@ class TeardownReport(BaseModel):
     exit_code: int | None
     survivors: list[int]
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def clean(self) -> bool:
         """True when no process of the group is left (zombies awaiting their reaper count as gone)."""

@@ -28,22 +28,15 @@ class LogFollower:
         *complete, self._partial = data.split(b"\n")
         return [line.decode("utf-8", "replace").rstrip("\r") for line in complete]
 
-    def flush(self) -> list[str]:
-        """Everything left, including a final line without a newline (after the process ended)."""
-        lines = self.new_lines()
-        if self._partial:
-            lines.append(self._partial.decode("utf-8", "replace"))
-            self._partial = b""
-        return lines
 
-
-def read_text(path: Path, limit_bytes: int = 4 << 20) -> str:
-    """The last `limit_bytes` of a log (whole startup logs are small; crash logs can be huge)."""
+def read_text(path: Path, start: int = 0, limit_bytes: int = 4 << 20) -> str:
+    """The log from byte `start` on, at most its last `limit_bytes` (startup logs are small; a log that ran
+    under load for hours can be huge, and its end is what explains a crash)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
             size = fh.tell()
-            fh.seek(max(0, size - limit_bytes))
+            fh.seek(max(start, size - limit_bytes))
             return fh.read().decode("utf-8", "replace")
     except FileNotFoundError:
         return ""

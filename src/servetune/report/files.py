@@ -89,17 +89,28 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
     if exp.description:
         lines += [exp.description, ""]
     objective = ranking.objective
-    lines += [f"Objective: {objective.goal} `{objective.probe}.{objective.figure}`; SLOs: "
-              + (", ".join(f"{k} {_bound(k)} {v:g}" for k, v in exp.slos.items()) or "none"), ""]
+    lines += [
+        f"Objective: {objective.goal} `{objective.probe}.{objective.figure}`; SLOs: "
+        + (", ".join(f"{k} {_bound(k)} {v:g}" for k, v in exp.slos.items()) or "none"),
+        "",
+    ]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for entry in ranking.entries:
         why = "; ".join(entry.failures + entry.record.skip_reasons)
-        cells = [str(entry.rank or ""), entry.record.variant.name + (" ★" if ranking.winner is entry else ""),
-                 changes_text(entry), status_text(entry) + (f": {why}" if why else ""),
-                 *[short_value(entry, c) for c in cols]]
+        cells = [
+            str(entry.rank or ""),
+            entry.record.variant.name + (" ★" if ranking.winner is entry else ""),
+            changes_text(entry),
+            status_text(entry) + (f": {why}" if why else ""),
+            *[short_value(entry, c) for c in cols],
+        ]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    lines += ["", "Values are means ± 95% half-width over repeats; (±N%) is the change vs the stage's baseline, "
-              "~ marks a change inside the noise.", ""]
+    lines += [
+        "",
+        "Values are means ± 95% half-width over repeats; (±N%) is the change vs the stage's baseline, "
+        "~ marks a change inside the noise.",
+        "",
+    ]
     lines += ["## Recommendation", "", ranking.reason, ""]
     if rec:
         lines += ["```bash", rec.serve_command, "```", ""]
@@ -107,7 +118,9 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
             lines += ["```bash", rec.docker_command, "```", ""]
         if rec.sampling_presets:
             lines += ["Client sampling presets:", ""]
-            lines += [f"- {name}: `{json.dumps(body, ensure_ascii=False)}`" for name, body in rec.sampling_presets.items()]
+            lines += [
+                f"- {name}: `{json.dumps(body, ensure_ascii=False)}`" for name, body in rec.sampling_presets.items()
+            ]
             lines.append("")
     failed = [e for e in ranking.entries if e.record.status in {"failed", "skipped"}]
     if failed:
@@ -155,4 +168,3 @@ def write_reports(
         text = f"# no recommendation: {ranking.reason}\n"
     paths["recommendation"].write_text(text)
     return paths
-

@@ -44,8 +44,9 @@ def _curve_points(entry: Entry, x: str, y: str) -> list[tuple[float, float]]:
 def curves_section(ranking: Ranking) -> str:
     charts = []
     for y, label in (("ttft_p99_ms", "p99 TTFT (ms)"), ("tpot_p99_ms", "p99 TPOT (ms)")):
-        series = [Series(e.record.variant.name, pts) for e in ranking.entries
-                  if (pts := _curve_points(e, "output_tok_s", y))]
+        series = [
+            Series(e.record.variant.name, pts) for e in ranking.entries if (pts := _curve_points(e, "output_tok_s", y))
+        ]
         if series:
             charts.append(line_chart(series, "output tokens/s", label, f"Latency vs throughput ({label})"))
     if not charts:
@@ -58,15 +59,23 @@ def deltas_section(ranking: Ranking) -> str:
     keys += [k for k in figure_columns(ranking, headline_only=True) if k not in keys and k[0] != "acceptance"][:3]
     charts = []
     for key in keys:
-        bars = [(e.record.variant.name, e.deltas[key].pct, e.deltas[key].half_width_pct)
-                for e in ranking.entries if key in e.deltas]
+        bars = [
+            (e.record.variant.name, e.deltas[key].pct, e.deltas[key].half_width_pct)
+            for e in ranking.entries
+            if key in e.deltas
+        ]
         if bars:
-            charts.append(delta_bars(bars, f"{key[0]}.{key[1]}: change vs baseline (95% CI)",
-                                     higher_is_better=higher_is_better(key[1])))
+            charts.append(
+                delta_bars(
+                    bars, f"{key[0]}.{key[1]}: change vs baseline (95% CI)", higher_is_better=higher_is_better(key[1])
+                )
+            )
     if not charts:
         return '<p class="note">No per-factor deltas: no baseline finished, or no variant shares its figures.</p>'
-    note = ('<p class="note">Green/red: the change is outside the 95% interval; grey: inside the noise (a tie). '
-            "'±?' = one repeat, no interval.</p>")
+    note = (
+        '<p class="note">Green/red: the change is outside the 95% interval; grey: inside the noise (a tie). '
+        "'±?' = one repeat, no interval.</p>"
+    )
     return note + '<div class="charts">' + "".join(charts) + "</div>"
 
 
@@ -102,8 +111,13 @@ def table_section(ranking: Ranking) -> str:
     for e in ranking.entries:
         klass = "winner" if ranking.winner is e else ("" if e.eligible else "out")
         why = "; ".join(e.failures + e.record.skip_reasons)
-        cells = [str(e.rank or ""), e.record.variant.name, changes_text(e), status_text(e) + (f": {why}" if why else ""),
-                 *[short_value(e, c) for c in cols]]
+        cells = [
+            str(e.rank or ""),
+            e.record.variant.name,
+            changes_text(e),
+            status_text(e) + (f": {why}" if why else ""),
+            *[short_value(e, c) for c in cols],
+        ]
         rows.append(f'<tr class="{klass}">' + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
@@ -111,13 +125,17 @@ def table_section(ranking: Ranking) -> str:
 def recommendation_section(ranking: Ranking, rec: Recommendation | None) -> str:
     if rec is None:
         return f"<p><b>No recommendation:</b> {escape(ranking.reason)}</p>"
-    parts = [f'<p><span class="badge">winner</span> <b>{escape(rec.variant)}</b>: {escape(rec.reason)}</p>',
-             f"<pre>{escape(rec.serve_command)}</pre>"]
+    parts = [
+        f'<p><span class="badge">winner</span> <b>{escape(rec.variant)}</b>: {escape(rec.reason)}</p>',
+        f"<pre>{escape(rec.serve_command)}</pre>",
+    ]
     if rec.docker_command:
         parts.append(f"<pre>{escape(rec.docker_command)}</pre>")
     if rec.sampling_presets:
-        items = "".join(f"<li><b>{escape(n)}</b>: <code>{escape(json.dumps(b, ensure_ascii=False))}</code></li>"
-                        for n, b in rec.sampling_presets.items())
+        items = "".join(
+            f"<li><b>{escape(n)}</b>: <code>{escape(json.dumps(b, ensure_ascii=False))}</code></li>"
+            for n, b in rec.sampling_presets.items()
+        )
         parts.append(f"<p>Client sampling presets:</p><ul>{items}</ul>")
     return "".join(parts)
 
@@ -130,8 +148,10 @@ def failures_section(ranking: Ranking) -> str:
             items.append(f"<li><b>{escape(r.variant.name)}</b> skipped: {escape('; '.join(r.skip_reasons))}</li>")
         elif r.status == "failed" and r.failure:
             hint = f" ({escape(r.failure.hint)})" if r.failure.hint else ""
-            items.append(f"<li><b>{escape(r.variant.name)}</b> failed during {escape(r.failure.during)}: "
-                         f"{escape(r.failure.klass)}{hint}<pre>{escape(r.failure.excerpt.strip()[-2000:])}</pre></li>")
+            items.append(
+                f"<li><b>{escape(r.variant.name)}</b> failed during {escape(r.failure.during)}: "
+                f"{escape(r.failure.klass)}{hint}<pre>{escape(r.failure.excerpt.strip()[-2000:])}</pre></li>"
+            )
     return f"<ul>{''.join(items)}</ul>" if items else "<p>None: every variant finished.</p>"
 
 
@@ -140,11 +160,18 @@ def render_html(exp: Experiment, ranking: Ranking, rec: Recommendation | None, e
     env_rows = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in environment.items())
     objective = ranking.objective
     estimated = [e.record.variant.name for e in ranking.entries if e.record.estimated]
-    est_note = (f'<p class="note">Judged by the simulator\'s estimate only: {escape(", ".join(estimated))}</p>'
-                if estimated else "")
+    est_note = (
+        f'<p class="note">Judged by the simulator\'s estimate only: {escape(", ".join(estimated))}</p>'
+        if estimated
+        else ""
+    )
     finite = [e for e in ranking.entries if e.objective and not math.isfinite(e.objective.half_width)]
-    single = ('<p class="note">Some variants have one repeat: no confidence interval, so they tie with any variant '
-              "they are close to.</p>" if finite else "")
+    single = (
+        '<p class="note">Some variants have one repeat: no confidence interval, so they tie with any variant '
+        "they are close to.</p>"
+        if finite
+        else ""
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>servetune: {escape(exp.name)}</title>
 <style>{_CSS}</style></head><body>

@@ -63,24 +63,36 @@ class _Frame:
 
 
 def _axes(frame: _Frame, xt: list[float], yt: list[float], x_label: str, y_label: str, title: str) -> list[str]:
-    out = [f'<rect x="{frame.left}" y="{frame.top}" width="{frame.plot_w}" height="{frame.plot_h}" '
-           'fill="#fff" stroke="#999"/>']
+    out = [
+        f'<rect x="{frame.left}" y="{frame.top}" width="{frame.plot_w}" height="{frame.plot_h}" '
+        'fill="#fff" stroke="#999"/>'
+    ]
     sx = _scale(xt[0], xt[-1], frame.left, frame.left + frame.plot_w)
     sy = _scale(yt[0], yt[-1], frame.top + frame.plot_h, frame.top)
     for t in xt:
         x = sx(t)
         out.append(f'<line x1="{x:.1f}" y1="{frame.top}" x2="{x:.1f}" y2="{frame.top + frame.plot_h}" stroke="#eee"/>')
-        out.append(f'<text x="{x:.1f}" y="{frame.top + frame.plot_h + 14}" text-anchor="middle" {_FONT}>{fmt(t)}</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{frame.top + frame.plot_h + 14}" text-anchor="middle" {_FONT}>{fmt(t)}</text>'
+        )
     for t in yt:
         y = sy(t)
-        out.append(f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.left + frame.plot_w}" y2="{y:.1f}" stroke="#eee"/>')
+        out.append(
+            f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.left + frame.plot_w}" y2="{y:.1f}" stroke="#eee"/>'
+        )
         out.append(f'<text x="{frame.left - 6}" y="{y + 4:.1f}" text-anchor="end" {_FONT}>{fmt(t)}</text>')
-    out.append(f'<text x="{frame.left + frame.plot_w / 2:.0f}" y="{frame.height - 8}" text-anchor="middle" '
-               f'{_FONT}>{escape(x_label)}</text>')
-    out.append(f'<text transform="translate(14,{frame.top + frame.plot_h / 2:.0f}) rotate(-90)" '
-               f'text-anchor="middle" {_FONT}>{escape(y_label)}</text>')
-    out.append(f'<text x="{frame.left}" y="15" font-family="sans-serif" font-size="13" '
-               f'font-weight="bold">{escape(title)}</text>')
+    out.append(
+        f'<text x="{frame.left + frame.plot_w / 2:.0f}" y="{frame.height - 8}" text-anchor="middle" '
+        f"{_FONT}>{escape(x_label)}</text>"
+    )
+    out.append(
+        f'<text transform="translate(14,{frame.top + frame.plot_h / 2:.0f}) rotate(-90)" '
+        f'text-anchor="middle" {_FONT}>{escape(y_label)}</text>'
+    )
+    out.append(
+        f'<text x="{frame.left}" y="15" font-family="sans-serif" font-size="13" '
+        f'font-weight="bold">{escape(title)}</text>'
+    )
     return out
 
 
@@ -90,8 +102,10 @@ def _scale(d0: float, d1: float, r0: float, r1: float):  # noqa: ANN202 - a tiny
 
 
 def _svg(frame: _Frame, body: list[str]) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{frame.width}" height="{frame.height}" '
-            f'viewBox="0 0 {frame.width} {frame.height}" role="img">' + "".join(body) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{frame.width}" height="{frame.height}" '
+        f'viewBox="0 0 {frame.width} {frame.height}" role="img">' + "".join(body) + "</svg>"
+    )
 
 
 def _legend(frame: _Frame, names: list[str]) -> list[str]:
@@ -105,8 +119,9 @@ def _legend(frame: _Frame, names: list[str]) -> list[str]:
     return out
 
 
-def line_chart(series: list[Series], x_label: str, y_label: str, title: str, width: int = 640,
-               height: int = 320) -> str:
+def line_chart(
+    series: list[Series], x_label: str, y_label: str, title: str, width: int = 640, height: int = 320
+) -> str:
     """Lines with markers, one colour per series (e.g. latency against throughput per variant); points are
     joined in the order given."""
     frame = _Frame(width, height)
@@ -123,14 +138,21 @@ def line_chart(series: list[Series], x_label: str, y_label: str, title: str, wid
             path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
             body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
         for x, y in pts:
-            body.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" fill="{color}">'
-                        f'<title>{escape(s.name)}: ({fmt(x)}, {fmt(y)})</title></circle>')
+            body.append(
+                f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" fill="{color}">'
+                f"<title>{escape(s.name)}: ({fmt(x)}, {fmt(y)})</title></circle>"
+            )
     body += _legend(frame, [s.name for s in series])
     return _svg(frame, body)
 
 
-def delta_bars(bars: list[tuple[str, float, float]], title: str, unit: str = "% vs baseline",
-               width: int = 640, higher_is_better: bool = True) -> str:
+def delta_bars(
+    bars: list[tuple[str, float, float]],
+    title: str,
+    unit: str = "% vs baseline",
+    width: int = 640,
+    higher_is_better: bool = True,
+) -> str:
     """Horizontal bars of deltas with 95% whiskers (an infinite half-width draws no whisker, marked '±?');
     green = better, red = worse, grey = inside the noise."""
     row = 22
@@ -143,20 +165,30 @@ def delta_bars(bars: list[tuple[str, float, float]], title: str, unit: str = "% 
     for t in ticks:
         x = sx(t)
         body.append(f'<line x1="{x:.1f}" y1="{frame.top}" x2="{x:.1f}" y2="{frame.top + frame.plot_h}" stroke="#eee"/>')
-        body.append(f'<text x="{x:.1f}" y="{frame.top + frame.plot_h + 14}" text-anchor="middle" {_FONT}>{fmt(t)}</text>')
+        body.append(
+            f'<text x="{x:.1f}" y="{frame.top + frame.plot_h + 14}" text-anchor="middle" {_FONT}>{fmt(t)}</text>'
+        )
     zero = sx(0.0)
-    body.append(f'<line x1="{zero:.1f}" y1="{frame.top}" x2="{zero:.1f}" y2="{frame.top + frame.plot_h}" stroke="#333"/>')
-    body.append(f'<text x="{frame.left + frame.plot_w / 2:.0f}" y="{frame.top + frame.plot_h + 30}" '
-                f'text-anchor="middle" {_FONT}>{escape(unit)}</text>')
-    body.append(f'<text x="{frame.left}" y="15" font-family="sans-serif" font-size="13" font-weight="bold">'
-                f'{escape(title)}</text>')
+    body.append(
+        f'<line x1="{zero:.1f}" y1="{frame.top}" x2="{zero:.1f}" y2="{frame.top + frame.plot_h}" stroke="#333"/>'
+    )
+    body.append(
+        f'<text x="{frame.left + frame.plot_w / 2:.0f}" y="{frame.top + frame.plot_h + 30}" '
+        f'text-anchor="middle" {_FONT}>{escape(unit)}</text>'
+    )
+    body.append(
+        f'<text x="{frame.left}" y="15" font-family="sans-serif" font-size="13" font-weight="bold">'
+        f"{escape(title)}</text>"
+    )
     for i, (label, value, half) in enumerate(bars):
         y = frame.top + 8 + i * row
         x0, x1 = sorted((zero, sx(value)))
         significant = math.isfinite(half) and abs(value) > half
         color = ("#2ca02c" if (value > 0) == higher_is_better else "#d62728") if significant else "#aaa"
-        body.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{row - 8}" fill="{color}">'
-                    f'<title>{escape(label)}: {value:+.1f}% ± {half:.1f}</title></rect>')
+        body.append(
+            f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{row - 8}" fill="{color}">'
+            f"<title>{escape(label)}: {value:+.1f}% ± {half:.1f}</title></rect>"
+        )
         if math.isfinite(half):
             lo, hi = sx(value - half), sx(value + half)
             mid = y + (row - 8) / 2
@@ -176,17 +208,28 @@ def pareto_front(points: list[tuple[float, float]], x_goal: str = "max", y_goal:
     front = set()
     for i, (x, y) in enumerate(points):
         dominated = any(
-            sx * x2 >= sx * x and sy * y2 >= sy * y and (x2, y2) != (x, y) for j, (x2, y2) in enumerate(points) if j != i
+            sx * x2 >= sx * x and sy * y2 >= sy * y and (x2, y2) != (x, y)
+            for j, (x2, y2) in enumerate(points)
+            if j != i
         )
         if not dominated:
             front.add(i)
     return front
 
 
-def pareto_chart(labels: list[str], points: list[tuple[float, float]], x_label: str, y_label: str, title: str,
-                 x_goal: str = "max", y_goal: str = "min", width: int = 640, height: int = 340) -> str:
+def pareto_chart(
+    labels: list[str],
+    points: list[tuple[float, float]],
+    x_label: str,
+    y_label: str,
+    title: str,
+    x_goal: str = "max",
+    y_goal: str = "min",
+    width: int = 640,
+    height: int = 340,
+) -> str:
     """Scatter of variants with the Pareto front joined and labelled."""
-    frame = _Frame(width, height, right=30)
+    frame = _Frame(width, height, right=150)
     xs = [x for x, _ in points] or [0.0, 1.0]
     ys = [y for _, y in points] or [0.0, 1.0]
     xt, yt = nice_ticks(min(0.0, min(xs)), max(xs)), nice_ticks(min(0.0, min(ys)), max(ys))
@@ -200,8 +243,10 @@ def pareto_chart(labels: list[str], points: list[tuple[float, float]], x_label: 
         body.append(f'<polyline points="{path}" fill="none" stroke="#d62728" stroke-dasharray="4 3"/>')
     for i, ((x, y), label) in enumerate(zip(points, labels, strict=True)):
         on = i in front
-        body.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{5 if on else 3.5}" '
-                    f'fill="{"#d62728" if on else "#777"}"><title>{escape(label)}</title></circle>')
+        body.append(
+            f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{5 if on else 3.5}" '
+            f'fill="{"#d62728" if on else "#777"}"><title>{escape(label)}</title></circle>'
+        )
         if on:
             body.append(f'<text x="{sx(x) + 7:.1f}" y="{sy(y) - 5:.1f}" {_FONT}>{escape(label[:24])}</text>')
     return _svg(frame, body)

@@ -19,6 +19,7 @@ HEADLINE: tuple[FigureKey, ...] = (
     ("long_generation", "output_tok_s"),
     ("long_generation", "spec_acceptance_pct"),
     ("load_curve", "goodput_rps"),
+    ("load_curve", "slo_output_tok_s"),
     ("load_curve", "max_output_tok_s"),
 )
 """The figures the seeds' summary.csv had (B1–B6) plus the load curve's, in the order tables show them."""

@@ -1,4 +1,4 @@
-"""Fitting the step-time coefficients to measured runs, and the calibration profile that stores them.
+"""Fitting the step-time coefficients to measured runs (the profile that stores them: `profile.py`).
 
 A measured run is what servetune's client recorded against a real engine: the engine's flags, the
 closed-loop concurrency and, per request, prompt length, output length and timestamps. The fit replays
@@ -6,7 +6,7 @@ every run through the simulator (same requests, same order, same concurrency) an
 coefficients (bandwidth and FLOP efficiencies, per-step, per-sequence and per-request overheads) to
 minimise the squared log-errors of median TTFT, median TPOT and output throughput. Log-errors weigh a
 10% miss equally at 50 ms and at 5 s; the optimiser is Nelder–Mead on log-coefficients (a handful of
-parameters, a noise-free but non-smooth objective because the scheduler is discrete).
+parameters; the objective is deterministic but not smooth, because the scheduler is discrete).
 """
 
 from __future__ import annotations
@@ -14,12 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.errors import ServetuneError
 from servetune.plan.roofline import Efficiency
@@ -34,37 +31,6 @@ if TYPE_CHECKING:
 FITTED = ("bandwidth", "mfu_prefill", "mfu_decode", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s")
 EFF_MAX = 1.2
 PRIOR_WEIGHT = 0.01
-
-
-class CalibrationProfile(BaseModel):
-    """Fitted coefficients for one GPU + model + engine version, with what they were fitted on."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    gpu: str
-    model: str
-    engine: str = "vllm"
-    engine_version: str | None = None
-    tensor_parallel_size: int = 1
-    coefficients: StepCoefficients
-    fitted_on: list[str] = Field(default_factory=list)
-    fit_errors: dict[str, dict[str, float]] = Field(
-        default_factory=dict, description="Per fitted run: relative error of each target after the fit."
-    )
-    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.model_dump_json(indent=2) + "\n")
-
-    @classmethod
-    def load(cls, path: str | Path) -> CalibrationProfile:
-        p = Path(path)
-        if not p.exists():
-            raise ServetuneError(f"calibration profile {p} does not exist", "make one with `servetune calibrate`")
-        try:
-            return cls.model_validate_json(p.read_text())
-        except ValueError as err:
-            raise ServetuneError(f"{p} is not a calibration profile: {err}", "regenerate it with `servetune calibrate`")
 
 
 @dataclass(frozen=True)

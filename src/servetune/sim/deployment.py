@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from servetune.engines.config import EngineConfig, FlagValue
 from servetune.errors import ServetuneError
-from servetune.sim.calibration import CalibrationProfile
+from servetune.sim.profile import CalibrationProfile
 from servetune.sim.flags import SimServeArgs
 from servetune.sim.scheduler import SchedulerLimits
 from servetune.sim.steptime import StepCoefficients, StepTimeModel
@@ -40,7 +40,7 @@ class SimDeployment:
         """vLLM-shaped startup log lines (the engine adapter parses these as it parses vLLM's)."""
         lim = self.limits
         lines = [f"vLLM API server version {self.vllm_version}"]
-        nondefault = {k: v for k, v in self.engine_flags().items() if v is not None}
+        nondefault = {k.replace("-", "_"): v for k, v in self.engine_flags().items() if v is not None}
         lines.append(f"non-default args: {nondefault}")
         if lim.hybrid:
             lines.append(

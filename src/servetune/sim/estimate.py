@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import random
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
-from servetune.sim.calibration import CalibrationProfile
+from servetune.sim.profile import CalibrationProfile
 from servetune.sim.deployment import SimDeployment, build_deployment
 from servetune.sim.flags import parse_sim_args
 from servetune.sim.virtual import RequestSpec, VirtualRun, run_virtual
+
+if TYPE_CHECKING:
+    from servetune.load.shape import LoadShape
+    from servetune.load.workload import Workload
 
 PERCENTILES = (50, 90, 99)
 
@@ -97,6 +102,7 @@ class EstimateResult(BaseModel):
     max_concurrency: float
     sim_steps: int
     wall_s: float = Field(description="How long the estimate itself took.")
+    cpu_s: float = Field(0.0, description="CPU time the estimate itself used (wall time on a busy machine is more).")
 
     @property
     def speedup(self) -> float:
@@ -104,7 +110,7 @@ class EstimateResult(BaseModel):
         return self.duration_s / self.wall_s if self.wall_s else float("inf")
 
 
-def summarize(run: VirtualRun, dep: SimDeployment, wall_s: float) -> EstimateResult:
+def summarize(run: VirtualRun, dep: SimDeployment, wall_s: float, cpu_s: float = 0.0) -> EstimateResult:
     lines = run.timelines
     ttft = [t.ttft for t in lines]
     tpot = [(t.e2e - t.ttft) / (t.output_tokens - 1) for t in lines if t.output_tokens > 1]
@@ -118,7 +124,7 @@ def summarize(run: VirtualRun, dep: SimDeployment, wall_s: float) -> EstimateRes
         duration_s=run.duration, completed=len(lines), num_preemptions=run.num_preemptions,
         prefix_cache_hit_rate=run.prefix_hits / run.prefix_queries if run.prefix_queries else 0.0,
         max_running=run.max_running, kv_cache_tokens=dep.kv_cache_tokens, max_concurrency=dep.max_concurrency,
-        sim_steps=run.num_steps, wall_s=wall_s,
+        sim_steps=run.num_steps, wall_s=wall_s, cpu_s=cpu_s,
     )
 
 
@@ -127,10 +133,54 @@ def estimate(dep: SimDeployment, workload: SimWorkload) -> EstimateResult:
     if (workload.concurrency is None) == (workload.request_rate is None):
         raise ServetuneError("a workload needs exactly one of concurrency or request_rate",
                              "give --concurrency N (closed loop) or --request-rate R (Poisson)")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     run = run_virtual(workload.specs(), dep.limits, dep.timing, concurrency=workload.concurrency,
                       send_times=workload.send_times())
-    return summarize(run, dep, time.perf_counter() - t0)
+    return summarize(run, dep, time.perf_counter() - t0, time.process_time() - c0)
+
+
+def workload_from_load(workload: Workload, shape: LoadShape, num_requests: int = 1000) -> tuple[
+        list[RequestSpec], int | None, list[float] | None]:
+    """A load-room workload and shape as simulator requests: (specs, concurrency, send times).
+
+    Lengths are drawn from the workload's own distributions (class by weight, seeded); a shared prefix
+    stays shared within its group. Conversations count as independent requests (their growing history
+    is not modelled), gamma arrivals as Poisson; warm-up is not simulated (the simulator needs none).
+    """
+    import numpy as np
+
+    if workload.source is not None:
+        raise ServetuneError("the simulator cannot estimate a file workload", "describe it with request classes")
+    rng = np.random.default_rng(workload.seed)
+    weights = np.array([c.weight for c in workload.classes], dtype=float)
+    n = shape.requests or num_requests
+    specs = []
+    for i in range(n):
+        k = int(rng.choice(len(workload.classes), p=weights / weights.sum()))
+        cls = workload.classes[k]
+        prompt = cls.input_dist.sample(rng)
+        group = k * 1000 + i % cls.prefix_groups
+        specs.append(RequestSpec(prompt, cls.output_dist.sample(rng), min(cls.shared_prefix_tokens, prompt), group))
+    if shape.kind == "concurrency":
+        return specs, shape.concurrency or 1, None
+    times, t = [], 0.0
+    rate = shape.rate or float("inf")
+    for _ in range(n):
+        times.append(t)
+        t += rng.exponential(1 / rate) if rate != float("inf") else 0.0
+    return specs, None, times
+
+
+def estimate_load(
+    cfg: EngineConfig, workload: Workload, shape: LoadShape, *, gpu: str | None = None,
+    calibration: CalibrationProfile | None = None,
+) -> EstimateResult:
+    """Like `estimate_config`, for a load-room `Workload` and `LoadShape` (what the suite's probes use)."""
+    dep = deployment_for_config(cfg, gpu=gpu, calibration=calibration)
+    specs, concurrency, send_times = workload_from_load(workload, shape)
+    t0, c0 = time.perf_counter(), time.process_time()
+    run = run_virtual(specs, dep.limits, dep.timing, concurrency=concurrency, send_times=send_times)
+    return summarize(run, dep, time.perf_counter() - t0, time.process_time() - c0)
 
 
 def config_argv(cfg: EngineConfig) -> list[str]:
@@ -161,10 +211,16 @@ def estimate_config(
     `gpu` overrides a `gpu` flag in `cfg` (sim-only flag; default H200); the calibration profile, when
     given, replaces the default step-time coefficients.
     """
+    return estimate(deployment_for_config(cfg, gpu=gpu, calibration=calibration), workload)
+
+
+def deployment_for_config(
+    cfg: EngineConfig, *, gpu: str | None = None, calibration: CalibrationProfile | None = None
+) -> SimDeployment:
+    """The simulated deployment of an EngineConfig (vLLM or sim) on `gpu`."""
     args = parse_sim_args(config_argv(cfg))
     if gpu:
         args = args.model_copy(update={"gpu": gpu})
     if cfg.version and not args.vllm_version:
         args = args.model_copy(update={"vllm_version": cfg.version})
-    dep = build_deployment(args, calibration.coefficients if calibration else None)
-    return estimate(dep, workload)
+    return build_deployment(args, calibration.coefficients if calibration else None)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from servetune.errors import ServetuneError
-from servetune.sim.calibration import CalibrationProfile, MeasuredRun, fit_coefficients
+from servetune.sim.calibration import MeasuredRun, fit_coefficients
+from servetune.sim.profile import CalibrationProfile
 from servetune.sim.deployment import SimDeployment, build_deployment
 from servetune.sim.flags import parse_sim_args
 from servetune.sim.results import measured_run, point_files, read_flags

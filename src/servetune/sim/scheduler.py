@@ -313,6 +313,38 @@ class Scheduler:
                 req.status = Status.FINISHED
         return events
 
+    def quiet_decode_steps(self) -> int:
+        """How many coming steps are plain decode steps that change nothing but lengths (0 when unsure).
+
+        True while nothing waits, every running request is past its prompt, no request speculates,
+        finishes, or needs a new block: then each step gives every running request one token and the
+        steps differ only in context length, so `advance_decode` can apply them in one go. This is how
+        `estimate` stays far faster than real time at low concurrency; the server never uses it.
+        """
+        lim = self.limits
+        if self.waiting or not self.running or lim.num_speculative_tokens or len(self.running) > lim.max_num_batched_tokens:
+            return 0
+        bs, max_len = lim.block_size, lim.max_model_len
+        steps = 1 << 30
+        for req in self.running:
+            done = req.num_computed_tokens
+            if done != req.num_prompt_tokens + req.num_output_tokens - 1:
+                return 0
+            room = len(req.blocks) * bs - done  # tokens that fit the blocks held
+            left = min(req.max_tokens - req.num_output_tokens, max_len - done - 1)
+            # Stop one step before a finish or a new block: that step takes the normal path.
+            steps = min(steps, room - 1, left - 1)
+            if steps <= 0:
+                return 0
+        return steps
+
+    def advance_decode(self, steps: int) -> None:
+        """Applies `steps` plain decode steps to every running request (see `quiet_decode_steps`)."""
+        for req in self.running:
+            req.num_computed_tokens += steps
+            req.num_output_tokens += steps
+        self.counters.generation_tokens += steps * len(self.running)
+
     # ------------------------------------------------------------------ helpers
     def _chunk(self, req: SimRequest, want: int, budget: int, done: int) -> int:
         """Tokens to give a waiting request this step: threshold, budget, and the hybrid 'align' cut."""

@@ -44,3 +44,17 @@ class StepTimeModel:
             prefill=list(plan.prefill_chunks), spec_tokens=plan.num_spec_tokens, eff=self.coef.efficiency,
         )
         return t.seconds + self.coef.per_seq_overhead_s * len(plan.scheduled)
+
+    def decode_step_times(self, seqs: int, context: int, steps: int) -> list[float]:
+        """Times of `steps` consecutive decode-only steps of `seqs` sequences (no speculation), the first
+        holding `context` tokens in total, each next one `seqs` more.
+
+        The roofline's memory and compute times are both linear in the context, so two evaluations give
+        every step exactly (the max of two lines), without pricing each step apart.
+        """
+        eff = self.coef.efficiency
+        a = step_time(self.costs, self.gpu, decode_seqs=seqs, decode_context=context, eff=eff)
+        b = step_time(self.costs, self.gpu, decode_seqs=seqs, decode_context=context + seqs, eff=eff)
+        dm, dc = b.memory_s - a.memory_s, b.compute_s - a.compute_s
+        fixed = a.comm_s + a.overhead_s + self.coef.per_seq_overhead_s * seqs
+        return [max(a.memory_s + j * dm, a.compute_s + j * dc) + fixed for j in range(steps)]

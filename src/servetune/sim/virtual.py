@@ -10,6 +10,7 @@ client at the end of the step that produced them.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -86,6 +87,30 @@ class VirtualRun:
     spec_accepted_tokens: int
 
 
+def _fast_forward(engine: SimEngine, timing: StepTimeModel, lines: dict[str, RequestTimeline], steps: int,
+                  clock: float, horizon: float) -> float:
+    """Applies up to `steps` quiet decode steps in one go, none starting at or after `horizon` (the next
+    arrival, which the scheduler must see first); returns the clock after them."""
+    running = engine.scheduler.running
+    context = sum(r.num_computed_tokens for r in running)
+    times: list[float] = []
+    t = clock
+    for duration in timing.decode_step_times(len(running), context, steps):
+        if t >= horizon:
+            break
+        t += duration
+        times.append(t)
+    if times:
+        engine.scheduler.advance_decode(len(times))
+        engine.num_steps += len(times)
+        ones = [1] * len(times)
+        for req in running:
+            line = lines[req.request_id]
+            line.chunk_times.extend(times)
+            line.chunk_tokens.extend(ones)
+    return t
+
+
 def run_virtual(
     specs: Sequence[RequestSpec],
     limits: SchedulerLimits,
@@ -138,6 +163,13 @@ def run_virtual(
         if not engine.has_work:
             clock = arrivals[0][0]
             continue
+        quiet = engine.scheduler.quiet_decode_steps()
+        if quiet > 1:
+            horizon = arrivals[0][0] if arrivals else math.inf
+            moved = _fast_forward(engine, timing, lines, quiet, clock, horizon)
+            if moved > clock:
+                clock = moved
+                continue
         outcome = engine.step()
         max_running = max(max_running, len(outcome.plan.scheduled))
         clock += outcome.duration

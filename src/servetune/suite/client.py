@@ -44,25 +44,44 @@ def _reply(record: Any, warnings: list[str]) -> Reply:
     e2el = record.e2el_ns / 1e9
     n = record.output_tokens
     tpot = (e2el - ttft) / (n - 1) if n > 1 and record.ttft_ns is not None else None
-    return Reply(ok=True, ttft_s=ttft, e2el_s=e2el, tpot_s=tpot, output_tokens=n, prompt_tokens=record.prompt_tokens,
-                 warnings=warnings)
+    return Reply(
+        ok=True,
+        ttft_s=ttft,
+        e2el_s=e2el,
+        tpot_s=tpot,
+        output_tokens=n,
+        prompt_tokens=record.prompt_tokens,
+        warnings=warnings,
+    )
 
 
 async def _run(target: Target, workload: Any, shape: Any, *, slos: Any = None) -> Any:
     from servetune.load.runner import run_load
 
     return await run_load(
-        target.base_url, target.model, workload, shape, endpoint=target.client.endpoint,
-        stream=target.client.stream, api_key=target.client.api_key, extra_body=target.body(),
-        tokenizer=target.tokenizer, slos=slos,
+        target.base_url,
+        target.model,
+        workload,
+        shape,
+        endpoint=target.client.endpoint,
+        stream=target.client.stream,
+        api_key=target.client.api_key,
+        extra_body=target.body(),
+        tokenizer=target.tokenizer,
+        slos=slos,
     )
 
 
 def _shape(concurrency: int, requests: int, timeout_s: float, warmup: int = 0) -> Any:
     from servetune.load.shape import LoadShape, Timeouts
 
-    return LoadShape.closed(concurrency, requests=requests, warmup_requests=warmup, seed=0,
-                            timeouts=Timeouts(first_token_s=timeout_s, request_s=timeout_s))
+    return LoadShape.closed(
+        concurrency,
+        requests=requests,
+        warmup_requests=warmup,
+        seed=0,
+        timeouts=Timeouts(first_token_s=timeout_s, request_s=timeout_s),
+    )
 
 
 async def single(
@@ -81,15 +100,20 @@ async def single(
     if prompt is not None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "one.jsonl"
-            key = {"messages": [{"role": "user", "content": prompt}]} if target.client.endpoint == "chat" else {
-                "prompt": prompt}
+            key = (
+                {"messages": [{"role": "user", "content": prompt}]}
+                if target.client.endpoint == "chat"
+                else {"prompt": prompt}
+            )
             path.write_text(json.dumps({**key, "max_tokens": max_tokens}) + "\n")
             workload = Workload.from_file(str(path), format="jsonl", seed=target.seed).model_copy(
-                update={"output_control": control})
+                update={"output_control": control}
+            )
             result = await _run(target, workload, _shape(1, 1, target.client.request_timeout_s))
     else:
         workload = Workload.long_document(prompt_tokens or 64, max_tokens, seed=target.seed).model_copy(
-            update={"output_control": control})
+            update={"output_control": control}
+        )
         result = await _run(target, workload, _shape(1, 1, target.client.request_timeout_s))
     records = [r for r in result.records if r.phase == "measure"]
     if not records:
@@ -112,8 +136,9 @@ async def prefix_pair(target: Target, system_tokens: int, question_tokens: int, 
     return _reply(records[0], warnings), _reply(records[1], warnings)
 
 
-async def load_point(target: Target, concurrency: int, requests: int, input_tokens: int,
-                     output_tokens: int) -> tuple[dict[str, float], Stats]:
+async def load_point(
+    target: Target, concurrency: int, requests: int, input_tokens: int, output_tokens: int
+) -> tuple[dict[str, float], Stats]:
     """One closed-loop load level (a warm-up of one request per stream, excluded) as a curve point."""
     from servetune.load.workload import Workload
     from servetune.metrics.slo import Slos

@@ -35,8 +35,14 @@ QUESTION_TOKENS = 32
 def _single_result(probe: str, reply: client.Reply, figures: dict[str, float | None], **extra: Any) -> ProbeResult:
     warnings = list(reply.warnings)
     return ProbeResult(
-        probe=probe, ok=reply.ok, figures=figures if reply.ok else {}, requests=1, failed_requests=0 if reply.ok else 1,
-        warnings=warnings, error=reply.error, **extra,
+        probe=probe,
+        ok=reply.ok,
+        figures=figures if reply.ok else {},
+        requests=1,
+        failed_requests=0 if reply.ok else 1,
+        warnings=warnings,
+        error=reply.error,
+        **extra,
     )
 
 
@@ -74,8 +80,9 @@ async def long_prefill(target: Target, p: LongPrefill) -> ProbeResult:
     notes = []
     if target.max_model_len and tokens > target.max_model_len - p.max_tokens - OUTPUT_MARGIN:
         tokens = max(16, target.max_model_len - p.max_tokens - OUTPUT_MARGIN)
-        notes.append(f"prompt capped from {p.prompt_tokens} to {tokens} tokens to fit max_model_len "
-                     f"{target.max_model_len}")
+        notes.append(
+            f"prompt capped from {p.prompt_tokens} to {tokens} tokens to fit max_model_len {target.max_model_len}"
+        )
     reply = await client.single(target, prompt_tokens=tokens, max_tokens=p.max_tokens, ignore_eos=True)
     figures: dict[str, float | None] = {
         "ttft_s": reply.ttft_s,
@@ -113,9 +120,14 @@ async def prefix_reuse(target: Target, p: PrefixReuse) -> ProbeResult:
     }
     notes = [] if hits is not None else ["the engine exposes no prefix-cache counters: judged by TTFT only"]
     return ProbeResult(
-        probe="prefix_reuse", ok=ok, figures=figures if ok else {}, requests=2,
-        failed_requests=int(not cold.ok) + int(not warm.ok), warnings=sorted(set(cold.warnings + warm.warnings)),
-        notes=notes, error=cold.error or warm.error,
+        probe="prefix_reuse",
+        ok=ok,
+        figures=figures if ok else {},
+        requests=2,
+        failed_requests=int(not cold.ok) + int(not warm.ok),
+        warnings=sorted(set(cold.warnings + warm.warnings)),
+        notes=notes,
+        error=cold.error or warm.error,
     )
 
 
@@ -168,7 +180,7 @@ def _meets(point: dict[str, float], slos: dict[str, float]) -> bool:
 
 async def load_curve(target: Target, p: LoadCurve) -> ProbeResult:
     """Throughput against latency over a concurrency sweep, stopping at saturation; goodput = the highest
-    request rate at a level whose percentiles meet every latency SLO."""
+    request rate (slo_output_tok_s: output rate) at a level whose percentiles meet every latency SLO."""
     points: list[dict[str, float]] = []
     warnings: list[str] = []
     requests = failed = 0
@@ -185,17 +197,25 @@ async def load_curve(target: Target, p: LoadCurve) -> ProbeResult:
         if p.stop_at_saturation and best > 0 and gain < best * (1 + SATURATION_GAIN):
             break
         best = max(best, gain)
-    qualifying = [pt["request_rps"] for pt in points if pt["meets_slo"] and "request_rps" in pt]
+    meeting = [pt for pt in points if pt["meets_slo"]]
     peak = max(points, key=lambda pt: pt.get("output_tok_s", 0.0)) if points else {}
     figures: dict[str, float | None] = {
-        "goodput_rps": max(qualifying, default=0.0),
+        "goodput_rps": max((pt.get("request_rps", 0.0) for pt in meeting), default=0.0),
+        "slo_output_tok_s": max((pt.get("output_tok_s", 0.0) for pt in meeting), default=0.0),
         "max_output_tok_s": peak.get("output_tok_s"),
         "saturation_concurrency": peak.get("concurrency"),
         "slo_max_concurrency": max((pt["concurrency"] for pt in points if pt["meets_slo"]), default=0.0),
     }
     ok = bool(points) and failed < requests
-    return ProbeResult(probe="load_curve", ok=ok, figures=figures, points=points, requests=requests,
-                       failed_requests=failed, warnings=sorted(set(warnings)))
+    return ProbeResult(
+        probe="load_curve",
+        ok=ok,
+        figures=figures,
+        points=points,
+        requests=requests,
+        failed_requests=failed,
+        warnings=sorted(set(warnings)),
+    )
 
 
 async def acceptance(target: Target, p: Acceptance) -> ProbeResult:
@@ -214,9 +234,15 @@ async def acceptance(target: Target, p: Acceptance) -> ProbeResult:
         "long_context_tokens": float(length),
     }
     errors = [e for e in (chat.error, long.error) if e]
-    return ProbeResult(probe="acceptance", ok=True, figures=figures, requests=2,
-                       failed_requests=int(not chat.ok) + int(not long.ok), error="; ".join(errors) or None,
-                       notes=[] if listed else [f"/v1/models does not list {target.model}"])
+    return ProbeResult(
+        probe="acceptance",
+        ok=True,
+        figures=figures,
+        requests=2,
+        failed_requests=int(not chat.ok) + int(not long.ok),
+        error="; ".join(errors) or None,
+        notes=[] if listed else [f"/v1/models does not list {target.model}"],
+    )
 
 
 PROBE_FUNCTIONS: dict[str, Callable[[Target, Any], Awaitable[ProbeResult]]] = {

@@ -3,8 +3,6 @@ validity warnings that say when a figure should not be trusted."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -24,4 +22,3 @@ class ProbeResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     error: str | None = None
-    summary: dict[str, Any] = Field(default_factory=dict, description="The load generator's summary, as JSON.")

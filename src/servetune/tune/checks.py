@@ -14,9 +14,44 @@ from servetune.tune.variants import CLIENT_PREFIX
 
 def check_experiment(exp: Experiment) -> list[Issue]:
     """Every problem found, each with its key path and fix (empty = valid)."""
-    return [
-        *_objective_issues(exp), *_slo_issues(exp), *_flag_issues(exp), *_client_issues(exp), *_hardware_issues(exp)
+    issues = [
+        *_objective_issues(exp),
+        *_slo_issues(exp),
+        *_flag_issues(exp),
+        *_client_issues(exp),
+        *_hardware_issues(exp),
     ]
+    return issues or list(_roofline_issues(exp))
+
+
+def _roofline_issues(exp: Experiment) -> Iterator[Issue]:
+    """A TPOT bound below the planner's ideal decode step (one stream, weights and KV read at full memory
+    bandwidth) can never be met on this hardware; judged only when the model's config.json is at hand."""
+    bounds = {k: v for k, v in exp.slos.items() if k.startswith(("tpot_", "itl_"))}
+    if not bounds or exp.hardware.gpu is None or exp.engine.engine not in {"vllm", "sim"}:
+        return
+    from servetune.errors import ServetuneError
+    from servetune.hardware.catalog import get_gpu
+    from servetune.plan.api import plan_for
+    from servetune.tune.variants import base_config
+
+    config = base_config(exp)
+    try:
+        plan = plan_for(config, get_gpu(exp.hardware.gpu), exp.hardware.count, vllm_version=config.version)
+    except ServetuneError:
+        return
+    decode = next((s for s in plan.speeds if s.name.startswith("decode, 1 stream") and s.unit == "tok/s"), None)
+    if decode is None or decode.ideal <= 0:
+        return
+    floor_ms = 1000 / decode.ideal
+    for key, bound in bounds.items():
+        if bound < floor_ms:
+            yield Issue(
+                ("slos", key),
+                f"{key} = {bound:g} ms can never be met: the fastest possible decode step of this model on "
+                f"{exp.hardware.count}× {exp.hardware.gpu} is {floor_ms:.1f} ms ({decode.name}, roofline ideal)",
+                f"allow at least {floor_ms * 1.5:.0f} ms (real engines reach 50–80% of the roofline)",
+            )
 
 
 def _hardware_issues(exp: Experiment) -> Iterator[Issue]:
@@ -102,9 +137,7 @@ def _check_change(engine: str, change: Change, path: Path_) -> Iterator[Issue]:
     yield from _check_flags(engine, change.flags, path if shorthand else (*path, "flags"))
 
 
-def _check_flags(
-    engine: str, flags: dict[str, object], path: Path_, *, at_value: bool = False
-) -> Iterator[Issue]:
+def _check_flags(engine: str, flags: dict[str, object], path: Path_, *, at_value: bool = False) -> Iterator[Issue]:
     known = known_flags(engine)
     if not known:
         return
@@ -113,7 +146,9 @@ def _check_flags(
         bare = name.removeprefix("--").removeprefix("no-") if name.startswith(("--", "no-")) else name
         if name.startswith("-") or "_" in name:
             dashed = name.lstrip("-").replace("_", "-")
-            yield Issue(where, f"flag `{name}` is not written as servetune expects", f"write `{dashed}` (no leading dashes)")
+            yield Issue(
+                where, f"flag `{name}` is not written as servetune expects", f"write `{dashed}` (no leading dashes)"
+            )
             continue
         if bare not in known:
             close = difflib.get_close_matches(bare, known, n=1, cutoff=0.6)
@@ -122,7 +157,9 @@ def _check_flags(
             continue
         problem = kind_problem(known[bare], value)
         if problem:
-            yield Issue(where, f"flag `{name}` = {value!r}: it {problem}", f"give `{name}` {problem.removeprefix('takes ')}")
+            yield Issue(
+                where, f"flag `{name}` = {value!r}: it {problem}", f"give `{name}` {problem.removeprefix('takes ')}"
+            )
 
 
 def _check_client_dim(exp: Experiment, name: str, values: list[object], path: Path_) -> Iterator[Issue]:

@@ -57,7 +57,7 @@ class Objective(_Strict):
 
 OBJECTIVES: dict[str, Objective] = {
     "goodput": Objective(probe="load_curve", figure="goodput_rps", goal="max"),
-    "output_throughput": Objective(probe="load_curve", figure="max_output_tok_s", goal="max"),
+    "output_throughput": Objective(probe="load_curve", figure="slo_output_tok_s", goal="max"),
     "decode_tok_s": Objective(probe="decode_speed", figure="output_tok_s", goal="max"),
     "latency": Objective(probe="short_latency", figure="e2el_ms", goal="min"),
     "prefill_s": Objective(probe="long_prefill", figure="ttft_s", goal="min"),

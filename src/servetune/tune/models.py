@@ -25,7 +25,9 @@ def resolve_model(config: EngineConfig) -> EngineConfig:
 
     tiny = build_tiny_model(tiny_dir())
     path = tiny.gguf_path if config.engine == "llamacpp" else tiny.hf_dir
-    return config.model_copy(update={"model": str(path), "served_model_name": config.served_model_name or tiny.served_name})
+    return config.model_copy(
+        update={"model": str(path), "served_model_name": config.served_model_name or tiny.served_name}
+    )
 
 
 def resolve_tokenizer(tokenizer: str | None) -> str | None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from servetune.tune.experiment import Experiment
 from servetune.tune.order import count_launches, order_variants
-from servetune.tune.runner import base_config
-from servetune.tune.variants import grid_variants, matrix_variants
+from servetune.tune.variants import base_config, grid_variants, matrix_variants
 
 
 def variant_plan(exp: Experiment) -> list[str]:
@@ -14,8 +13,10 @@ def variant_plan(exp: Experiment) -> list[str]:
     base, client = base_config(exp), exp.client
     for stage in exp.variants.as_stages():
         if stage.search is not None:
-            lines.append(f"stage {stage.name}: search over {', '.join(stage.search.space)} "
-                         f"(≤ {stage.search.max_trials} trials, ≤ {stage.search.budget_gpu_minutes:g} GPU-minutes)")
+            lines.append(
+                f"stage {stage.name}: search over {', '.join(stage.search.space)} "
+                f"(≤ {stage.search.max_trials} trials, ≤ {stage.search.budget_gpu_minutes:g} GPU-minutes)"
+            )
             continue
         if stage.matrix is not None:
             variants = matrix_variants(base, client, stage.matrix, stage.name)
@@ -23,9 +24,11 @@ def variant_plan(exp: Experiment) -> list[str]:
             assert stage.grid is not None
             variants = grid_variants(base, client, stage.grid, stage.name)
         ordered = order_variants(variants)
-        lines.append(f"stage {stage.name}: {len(variants)} variants, {count_launches(ordered)} engine starts "
-                     f"(declared order: {count_launches(variants)})"
-                     + ("; its base is the previous stage's winner" if len(lines) > 1 else ""))
+        lines.append(
+            f"stage {stage.name}: {len(variants)} variants, {count_launches(ordered)} engine starts "
+            f"(declared order: {count_launches(variants)})"
+            + ("; its base is the previous stage's winner" if len(lines) > 1 else "")
+        )
         for variant in ordered:
             change = ", ".join(f"{k}={v}" for k, v in variant.changes.items()) or "(baseline)"
             lines.append(f"  {variant.name:28s} {variant.config.engine:9s} {change}")

@@ -19,8 +19,10 @@ def rewrite_reports(folder: Path) -> dict[str, Path]:
 
     path = folder / STORE_NAME
     if not path.is_file():
-        raise ServetuneError(f"{folder} holds no servetune results ({STORE_NAME} is missing)",
-                             "give the --out folder of a `servetune tune` run")
+        raise ServetuneError(
+            f"{folder} holds no servetune results ({STORE_NAME} is missing)",
+            "give the --out folder of a `servetune tune` run",
+        )
     store = Store(path)
     try:
         exp = Experiment.model_validate(store.meta("experiment"))

@@ -12,14 +12,14 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from servetune.engines.config import EngineConfig
 from servetune.suite.client import metrics_scraper, warm_up
 from servetune.suite.probes import PROBE_FUNCTIONS
 from servetune.suite.result import ProbeResult
 from servetune.suite.target import Target
-from servetune.tune.experiment import Experiment, Stage
+from servetune.tune.experiment import ClientSpec, Experiment, Stage
 from servetune.tune.models import resolve_model, resolve_tokenizer
 from servetune.tune.order import count_launches, order_variants
 from servetune.tune.progress import Emit, Progress, stopwatch
@@ -29,6 +29,7 @@ from servetune.tune.store import FINISHED, Store
 from servetune.tune.variants import (
     Variant,
     apply_change,
+    base_config,
     change_from_point,
     describe_change,
     grid_variants,
@@ -36,20 +37,14 @@ from servetune.tune.variants import (
     point_name,
 )
 
+if TYPE_CHECKING:
+    from servetune.engines.launch import RunningEngine
+
 STORE_NAME = "servetune.db"
 
 
-class Running(Protocol):
-    """What the runner needs of a launched engine (servetune.engines.launch.RunningEngine)."""
-
-    base_url: str
-    model_name: str
-
-    def alive(self) -> bool: ...
-
-
-Launcher = Callable[[EngineConfig, Path, float], contextlib.AbstractContextManager[Any]]
-"""(config, log folder, startup timeout) → a context manager yielding a running engine."""
+Launcher = Callable[[EngineConfig, Path, float], "RunningEngine"]
+"""(config, log folder, startup timeout) → a ready engine (a context manager that stops it)."""
 Feasibility = Callable[[EngineConfig], list[str]]
 """Reasons a config cannot run on the experiment's hardware (empty = it fits): the planner's verdict."""
 
@@ -68,14 +63,6 @@ class Outcome:
 def fingerprint(exp: Experiment) -> str:
     """Identity of an experiment's content: a resumed run must be the same experiment."""
     return hashlib.sha256(exp.model_dump_json().encode()).hexdigest()[:16]
-
-
-def base_config(exp: Experiment) -> EngineConfig:
-    spec = exp.engine
-    return EngineConfig(
-        engine=spec.engine, model=spec.model, served_model_name=spec.served_model_name, flags=spec.flags,
-        env=spec.env, version=spec.version,
-    )
 
 
 @dataclass
@@ -127,7 +114,7 @@ class Runner:
             store.close()
         return Outcome(self.out_dir, records, rank(self.exp, records), self.launches)
 
-    def run_stage(self, stage: Stage, base: EngineConfig, client: Any) -> Variant | None:
+    def run_stage(self, stage: Stage, base: EngineConfig, client: ClientSpec) -> Variant | None:
         """Runs one stage and returns its winner (the next stage's base), None when nothing qualified."""
         if stage.search is not None:
             self.run_search(stage, base, client)
@@ -179,13 +166,14 @@ class Runner:
     def _launch_and_run(self, group: list[Variant]) -> list[Variant]:
         """Launches once and runs variants until done or the engine dies; returns those still to run."""
         from servetune.engines.failures import EngineLaunchError
+        from servetune.errors import ServetuneError
 
         first = group[0]
         for variant in group:
             self.store.set_status(variant.key(), "running")
         self.progress.say(first.name, "launching engine")
         clock = stopwatch()
-        log_dir = self.out_dir / "logs" / f"{len(self.store.records()):03d}-{_safe(first.name)}"
+        log_dir = self.out_dir / "logs" / _safe(first.name)
         try:
             with self.launcher(resolve_model(first.config), log_dir, self.exp.engine.startup_timeout_s) as engine:
                 launch_s = clock()
@@ -195,20 +183,30 @@ class Runner:
                 asyncio.run(warm_up(self._target(first, engine, facts), self.exp.suite.warmup_requests))
                 for position, variant in enumerate(group):
                     self.store.set_status(variant.key(), "running", launch_s=launch_s, facts=facts)
-                    died = self._run_suite(variant, engine, facts)
+                    died = self._run_suite(variant, engine, facts, launch_s if position == 0 else 0.0)
                     self.progress.variants_done += 1
                     if died:
-                        return group[position + 1:]
+                        return group[position + 1 :]
         except EngineLaunchError as err:
             failure = Failure(klass=err.failure.klass, excerpt=err.failure.excerpt, hint=err.failure.hint)
             for variant in group:
                 self._fail(variant, failure, clock())
             return []
+        except ServetuneError as err:  # the engine could not even be started (not installed, bad model path...)
+            failure = Failure(klass="launch_error", excerpt=err.problem, hint=err.fix)
+            for variant in group:
+                self._fail(variant, failure, clock())
+            return []
         return []
 
-    def _run_suite(self, variant: Variant, engine: Any, facts: dict[str, Any]) -> bool:
-        """Runs every probe × repeat not yet stored; returns True when the engine died on the way."""
-        clock = stopwatch()
+    def _run_suite(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any], launch_s: float) -> bool:
+        """Runs every probe × repeat not yet stored; returns True when the engine died on the way.  The
+        launch's time is charged to the first variant of the launch (GPU-minutes count whole launches)."""
+        watch = stopwatch()
+
+        def clock() -> float:
+            return watch() + launch_s
+
         done = self.store.finished_runs(variant.key())
         target = self._target(variant, engine, facts)
         for probe in self.exp.suite.probes.enabled():
@@ -226,8 +224,9 @@ class Runner:
                 self.progress.say(variant.name, f"{probe} {repeat + 1}/{self.exp.suite.repeats}")
                 run_clock = stopwatch()
                 result = asyncio.run(self._measure(probe, params, _with_seed(target, variant, repeat)))
-                self.store.add_run(RunResult(variant_key=variant.key(), probe=probe, repeat=repeat, result=result,
-                                             wall_s=run_clock()))
+                self.store.add_run(
+                    RunResult(variant_key=variant.key(), probe=probe, repeat=repeat, result=result, wall_s=run_clock())
+                )
                 self.progress.ran(probe, run_clock())
                 if not engine.alive():
                     self._fail(variant, _death(engine, probe), clock())
@@ -254,15 +253,22 @@ class Runner:
         counters = {k: v for k, v in d.counters.items() if v}
         return result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}})
 
-    def _target(self, variant: Variant, engine: Any, facts: dict[str, Any]) -> Target:
+    def _target(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any]) -> Target:
         client = variant.client
         sampling = self.exp.sampling_presets.get(client.sampling or "", {})
         max_len = facts.get("max_model_len") or facts.get("n_ctx_per_slot") or _flag_len(variant.config)
         return Target(
-            base_url=engine.base_url, model=engine.model_name, client=client, sampling=sampling,
-            max_model_len=max_len, tokenizer=resolve_tokenizer(client.tokenizer), slos=dict(self.exp.slos),
-            gpu_count=self.exp.hardware.count if self.exp.hardware.gpu else 0, engine=variant.config.engine,
-            facts=facts, scrape=metrics_scraper(engine.base_url),
+            base_url=engine.base_url,
+            model=engine.model_name,
+            client=client,
+            sampling=sampling,
+            max_model_len=max_len,
+            tokenizer=resolve_tokenizer(client.tokenizer),
+            slos=dict(self.exp.slos),
+            gpu_count=self.exp.hardware.count if self.exp.hardware.gpu else 0,
+            engine=variant.config.engine,
+            facts=facts,
+            scrape=metrics_scraper(engine.base_url),
         )
 
     def _applies(self, probe: str, variant: Variant) -> bool:
@@ -273,8 +279,9 @@ class Runner:
         return not only or variant.baseline or any(flag in variant.changes for flag in only)
 
     def _fail(self, variant: Variant, failure: Failure, wall: float) -> None:
-        self.store.set_status(variant.key(), "failed", failure=failure, wall_s=wall,
-                              gpu_minutes=self._gpu_minutes(wall))
+        self.store.set_status(
+            variant.key(), "failed", failure=failure, wall_s=wall, gpu_minutes=self._gpu_minutes(wall)
+        )
         self.emit(f"FAILED {variant.name}: {failure.klass} during {failure.during}")
         self._skip_all(variant)
 
@@ -287,7 +294,7 @@ class Runner:
         return wall_s / 60 * (self.exp.hardware.count if self.exp.hardware.gpu else 1)
 
     # search --------------------------------------------------------------------------------------
-    def run_search(self, stage: Stage, base: EngineConfig, client: Any) -> None:
+    def run_search(self, stage: Stage, base: EngineConfig, client: ClientSpec) -> None:
         """Ask/tell over the stage's space; the planner rejects points before launch, the store replays."""
         from servetune.tune.search import SearchSession
 
@@ -297,8 +304,13 @@ class Runner:
         def make(point: dict[str, Any]) -> Variant:
             change = change_from_point(point)
             config, new_client = apply_change(base, client, change)
-            return Variant(name=point_name(point), stage=stage.name, config=config, client=new_client,
-                           changes=describe_change(change))
+            return Variant(
+                name=point_name(point),
+                stage=stage.name,
+                config=config,
+                client=new_client,
+                changes=describe_change(change),
+            )
 
         def feasible(point: dict[str, Any]) -> list[str]:
             return self.feasibility(make(point).config) if self.feasibility else []
@@ -350,22 +362,20 @@ def _flag_len(config: EngineConfig) -> int | None:
     return None
 
 
-def _facts(engine: Any) -> dict[str, Any]:
-    facts = getattr(engine, "facts", None)
-    if facts is None:
-        return {}
-    if hasattr(facts, "model_dump"):
-        return {k: v for k, v in facts.model_dump(mode="json").items() if v is not None}
-    return dict(facts)
+def _facts(engine: RunningEngine) -> dict[str, Any]:
+    """The engine's startup facts that its log stated (KV cache size, slots, version...)."""
+    return {k: v for k, v in engine.facts.model_dump(mode="json").items() if v is not None}
 
 
-def _death(engine: Any, probe: str) -> Failure:
+def _death(engine: RunningEngine, probe: str) -> Failure:
     info = engine.classify_death()
+    if info is None:  # dead by the process table, alive by the group's own view: say what is known
+        return Failure(klass="died_under_load", during=probe)
     return Failure(klass=info.klass, excerpt=info.excerpt, hint=info.hint, during=probe)
 
 
 def _default_launcher(emit: Emit) -> Launcher:
-    def launch(config: EngineConfig, log_dir: Path, startup_timeout_s: float) -> Any:
+    def launch(config: EngineConfig, log_dir: Path, startup_timeout_s: float) -> RunningEngine:
         from servetune.engines.launch import launch as engine_launch
 
         return engine_launch(config, log_dir=log_dir, startup_timeout_s=startup_timeout_s, on_progress=emit)
@@ -398,8 +408,9 @@ def default_feasibility(exp: Experiment) -> Feasibility | None:
     return check
 
 
-def run_experiment(exp: Experiment, out_dir: Path, *, resume: bool = False, emit: Emit = print,
-                   **overrides: Any) -> Outcome:
+def run_experiment(
+    exp: Experiment, out_dir: Path, *, resume: bool = False, emit: Emit = print, **overrides: Any
+) -> Outcome:
     """Runs (or resumes) an experiment and writes its reports; the one call `servetune tune` makes."""
     from servetune.report.files import write_reports
     from servetune.tune.environment import environment

@@ -85,7 +85,9 @@ class SearchSession:
         params = {k: _hashable([v])[0] for k, v in point.items() if k in self._distributions}
         self._study.add_trial(
             optuna.trial.create_trial(
-                params=params, distributions=self._distributions, value=self._worst() if value is None else value,
+                params=params,
+                distributions=self._distributions,
+                value=self._worst() if value is None else value,
                 user_attrs={_BAD: value is None},
             )
         )
@@ -131,8 +133,11 @@ class SearchSession:
     def _worst(self) -> float:
         import optuna
 
-        values = [t.value for t in self._study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
-                  if t.value is not None and not t.user_attrs.get(_BAD)]
+        values = [
+            t.value
+            for t in self._study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+            if t.value is not None and not t.user_attrs.get(_BAD)
+        ]
         if not values:
             return 0.0
         return min(values) if self.goal == "max" else max(values)

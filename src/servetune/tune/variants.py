@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.engines.config import EngineConfig, FlagValue
-from servetune.tune.experiment import Change, ClientSpec, Grid, Matrix
+from servetune.tune.experiment import Change, ClientSpec, Experiment, Grid, Matrix
 
 CLIENT_PREFIX = "client."
 """A grid dimension named `client.<field>` varies a client setting (no engine restart) instead of a flag."""
@@ -39,6 +39,19 @@ class Variant(BaseModel):
     def launch_key(self) -> str:
         """Variants with equal launch keys share one engine start."""
         return self.config.key()
+
+
+def base_config(exp: Experiment) -> EngineConfig:
+    """The experiment's base launch (the first stage's baseline)."""
+    spec = exp.engine
+    return EngineConfig(
+        engine=spec.engine,
+        model=spec.model,
+        served_model_name=spec.served_model_name,
+        flags=spec.flags,
+        env=spec.env,
+        version=spec.version,
+    )
 
 
 def apply_change(config: EngineConfig, client: ClientSpec, change: Change) -> tuple[EngineConfig, ClientSpec]:
@@ -76,7 +89,11 @@ def matrix_variants(base: EngineConfig, client: ClientSpec, matrix: Matrix, stag
         config, new_client = apply_change(base, client, change)
         variants.append(
             Variant(
-                name=name, stage=stage, config=config, client=new_client, changes=describe_change(change),
+                name=name,
+                stage=stage,
+                config=config,
+                client=new_client,
+                changes=describe_change(change),
                 note=change.note,
             )
         )
@@ -94,8 +111,12 @@ def grid_variants(base: EngineConfig, client: ClientSpec, grid: Grid, stage: str
         config, new_client = apply_change(base, client, change)
         variants.append(
             Variant(
-                name=point_name(picked), stage=stage, config=config, client=new_client,
-                changes=describe_change(change), baseline=index == 0,
+                name=point_name(picked),
+                stage=stage,
+                config=config,
+                client=new_client,
+                changes=describe_change(change),
+                baseline=index == 0,
             )
         )
     return variants

@@ -1,0 +1,46 @@
+"""A calibration profile: step-time coefficients fitted for one GPU + model + engine version.
+
+Kept apart from the fitting code (`calibration.py`, numpy) so that loading a profile stays cheap for
+`sim-serve` and `estimate`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from servetune.errors import ServetuneError
+from servetune.sim.steptime import StepCoefficients
+
+
+class CalibrationProfile(BaseModel):
+    """Fitted coefficients for one GPU + model + engine version, with what they were fitted on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str
+    model: str
+    engine: str = "vllm"
+    engine_version: str | None = None
+    tensor_parallel_size: int = 1
+    coefficients: StepCoefficients
+    fitted_on: list[str] = Field(default_factory=list)
+    fit_errors: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="Per fitted run: relative error of each target after the fit."
+    )
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> CalibrationProfile:
+        p = Path(path)
+        if not p.exists():
+            raise ServetuneError(f"calibration profile {p} does not exist", "make one with `servetune calibrate`")
+        try:
+            return cls.model_validate_json(p.read_text())
+        except ValueError as err:
+            raise ServetuneError(f"{p} is not a calibration profile: {err}", "regenerate it with `servetune calibrate`")
