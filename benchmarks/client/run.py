@@ -189,10 +189,12 @@ def cost(mock: Mock, work: Path, quick: bool) -> dict:
             d_tok = runs["big"]["tokens"] - runs["small"]["tokens"]
             d_wall = runs["big"]["wall_s"] - runs["small"]["wall_s"]
             runs["us_per_token"] = 1e6 * d_cpu / d_tok if d_tok > 0 else None
+            if runs["us_per_token"] is None or d_wall <= 0:
+                runs["error"] = f"no usable difference between the runs (Δtokens {d_tok:.0f}, Δwall {d_wall:.1f} s)"
             runs["steady_tok_s"] = d_tok / d_wall if d_wall > 0 else None
             runs["server_cpu_pct"] = 100 * (runs["big"]["server_cpu_s"] - runs["small"]["server_cpu_s"]) / d_wall if d_wall > 0 else None
             runs["whole_run_us_per_token"] = 1e6 * runs["big"]["cpu_s"] / runs["big"]["tokens"] if runs["big"]["tokens"] else None
-            log(f"   {name}: {runs['us_per_token']:.2f} µs/token at {runs['steady_tok_s']:.0f} tok/s")
+            log(f"   {name}: {runs['us_per_token']} µs/token at {runs['steady_tok_s']} tok/s")
         else:
             log(f"   {name}: {runs['error'][:300]}")
         results[name] = runs

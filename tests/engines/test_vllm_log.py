@@ -74,3 +74,16 @@ def test_auto_fit_and_missing_facts() -> None:
     assert facts.auto_fit_max_model_len == 98304
     empty = parse_vllm_log("")
     assert empty.engine == "vllm" and empty.kv_cache_tokens is None and empty.version is None
+
+
+def test_real_h200_logs_of_vllm_0_24():
+    """Startup logs captured from real vLLM 0.24.0 on an H200 (benchmarks/device/), Qwen3.6-27B shape."""
+    default = parse_vllm_log((DATA / "vllm-0.24.0-h200-qwen36-27b-default.log").read_text())
+    assert (default.version, default.block_size, default.attention_backend) == ("0.24.0", 784, "FLASH_ATTN")
+    assert (default.weights_gib, default.available_kv_gib, default.cuda_graph_estimate_gib) == (50.22, 73.61, 0.96)
+    assert (default.kv_cache_tokens, default.max_concurrency, default.max_model_len) == (1_178_881, 8.99, 131072)
+    assert default.max_num_batched_tokens == 8192
+
+    # With MTP the drafter logs its own "Using max model len 262144": the target's length must win.
+    mtp = parse_vllm_log((DATA / "vllm-0.24.0-h200-qwen36-27b-fp8kv-mtp2.log").read_text())
+    assert (mtp.max_model_len, mtp.block_size, mtp.kv_cache_tokens, mtp.max_concurrency) == (131072, 1600, 1_914_227, 14.6)

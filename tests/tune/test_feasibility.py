@@ -34,8 +34,10 @@ def test_a_tpot_slo_below_the_roofline_is_impossible(tmp_path: Path) -> None:
 
     from servetune.errors import ServetuneError
 
-    text = EXAMPLE.read_text().replace("/models/Qwen3.6-27B", str(QWEN)).replace(
-        "  error_rate: 0\n", "  error_rate: 0\n  tpot_p99_ms: 2\n"
+    text = (
+        EXAMPLE.read_text()
+        .replace("/models/Qwen3.6-27B", str(QWEN))
+        .replace("  error_rate: 0\n", "  error_rate: 0\n  tpot_p99_ms: 2\n")
     )
     exp = tmp_path / "exp.yaml"
     exp.write_text(text)

@@ -218,7 +218,10 @@ def test_stages_and_search_build_on_the_previous_winner(tmp_path: Path) -> None:
 
 
 def test_a_variant_that_cannot_start_is_recorded_and_the_next_runs(tmp_path: Path) -> None:
-    text = SMALL.replace("      one-slot: {parallel: 1}", "      broken: {no-such-flag: 1}") + "allow_unknown_flags: true\n"
+    text = (
+        SMALL.replace("      one-slot: {parallel: 1}", "      broken: {no-such-flag: 1}")
+        + "allow_unknown_flags: true\n"
+    )
     outcome = run_experiment(parse_experiment(text), tmp_path, emit=lambda _: None)
     by_name = {r.variant.name: r for r in outcome.records}
     broken = by_name["broken"]

@@ -65,8 +65,10 @@ def records(repeats: int = 3, seed: int = 1) -> list[VariantRecord]:
             continue
         runs = []
         for r in range(repeats):
+
             def jitter(x):
                 return x * (1 + rng.uniform(-0.01, 0.01))
+
             tok = jitter(DECODE[v.name])
             runs.append(
                 RunResult(

@@ -72,7 +72,7 @@ def bench(
     percentiles: str = typer.Option("50,90,95,99"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the summary (and config) as JSON"),
     jsonl_out: Optional[Path] = typer.Option(None, "--jsonl", help="Write every request's record as JSONL"),
-    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write per-request rows as CSV"),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write per-request rows as CSV (a sweep: one row per level)"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity."""
@@ -110,7 +110,7 @@ def bench(
     slos = Slos.parse(goodput) if goodput else None
     kwargs = dict(endpoint=endpoint, stream=stream, api_key=api_key, extra_body=body, tokenizer=tokenizer, slos=slos, percentiles=tuple(_floats(percentiles, "percentile")))
     if sweep:
-        _sweep(url, model, workload, shape, _floats(sweep, "sweep"), kwargs, json_out, progress)
+        _sweep(url, model, workload, shape, _floats(sweep, "sweep"), kwargs, json_out, csv_out, progress)
         return
     _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress)
 
@@ -147,8 +147,9 @@ def _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, p
         write_requests_csv(result.records, csv_out)
 
 
-def _sweep(url, model, workload, shape, levels, kwargs, json_out, progress) -> None:  # noqa: ANN001
+def _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progress) -> None:  # noqa: ANN001
     from servetune.load.sweep import run_sweep
+    from servetune.metrics.export import summary_row, write_summary_csv
     from servetune.metrics.render import summary_lines
 
     result = _run(run_sweep(url, model, workload, shape, levels, progress=progress, **kwargs))
@@ -166,6 +167,8 @@ def _sweep(url, model, workload, shape, levels, kwargs, json_out, progress) -> N
         typer.echo(f"saturated at {result.saturated_at:g}: {result.reason}")
     if json_out:
         json_out.write_text(result.to_json())
+    if csv_out:
+        write_summary_csv([summary_row(p.result.summary, level=p.level, kind=shape.kind) for p in result.points], csv_out)
 
 
 def mock_server(
@@ -179,6 +182,7 @@ def mock_server(
     fault: list[str] = typer.Option([], help="Misbehave: kind[:after=N][:seconds=S][:status=CODE][:every=N]; repeatable"),
     precise: bool = typer.Option(True, "--precise/--coarse", help="Spin to exact send times (costs a little CPU)"),
     uvloop: bool = typer.Option(False, "--uvloop", help="Run on uvloop (cheaper, ms timer resolution)"),
+    api_key: Optional[str] = typer.Option(None, help="Require this bearer token on /v1/ routes"),
 ) -> None:
     """A fast OpenAI-compatible streaming server with fixed TTFT and ITL, for measuring clients and tests."""
     import asyncio
@@ -188,7 +192,7 @@ def mock_server(
 
     config = MockConfig(
         model=model, ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens, reasoning_tokens=reasoning_tokens,
-        precise=precise, faults=tuple(Fault.parse(f) for f in fault),
+        precise=precise, api_key=api_key, faults=tuple(Fault.parse(f) for f in fault),
     )  # fmt: skip
 
     def ready(bound: int) -> None:

@@ -76,6 +76,12 @@ def last_int(pattern: re.Pattern[str], text: str, group: int = 1) -> int | None:
     return None if value is None else int(value)
 
 
+def first_int(pattern: re.Pattern[str], text: str, group: int = 1) -> int | None:
+    """The first match's group as an int, for facts whose later repeats describe something else."""
+    m = pattern.search(text)
+    return None if m is None else int(m.group(group).replace(",", ""))
+
+
 def installed_version(*dists: str) -> str | None:
     """The version of the first installed distribution among `dists` (no import of the engine itself)."""
     from importlib import metadata

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from servetune.engines.adapter import EngineAdapter, installed_version, last_float, last_int
+from servetune.engines.adapter import EngineAdapter, first_int, installed_version, last_float, last_int
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
@@ -190,7 +190,9 @@ def parse_vllm_log(text: str) -> EngineFacts:
         version=version,
         non_default_args=_non_default_args(text),
         dtype=dtype[-1] if dtype else None,
-        max_model_len=last_int(_R["max_model_len"], text) or last_int(_R["max_seq_len"], text),
+        # The engine's own config line is authoritative; "Using max model len" repeats for a drafter model
+        # (MTP), so only its first occurrence is the target's.
+        max_model_len=last_int(_R["max_seq_len"], text) or first_int(_R["max_model_len"], text),
         max_num_batched_tokens=last_int(_R["chunked"], text),
         weights_gib=float(model_loading[-1][0]) if model_loading else None,
         weights_load_s=float(model_loading[-1][1]) if model_loading else last_float(_R["loading_weights"], text),

@@ -25,7 +25,7 @@ class BodySink(Protocol):
 
     def on_head(self, status: int, headers: dict[str, str]) -> None: ...
 
-    def on_body(self, data: bytes, now_ns: int) -> None: ...
+    def on_body(self, data: bytes, now_ns: int, lo: int = 0, hi: int = -1) -> None: ...
 
 
 class ResponseError(Exception):
@@ -118,7 +118,7 @@ class _Conn(asyncio.Protocol):
                 except ValueError:
                     size = 0
                 if size and len(data) == nl + size + 4 and sink is not None:
-                    sink.on_body(data[nl + 2 : nl + 2 + size], now)
+                    sink.on_body(data, now, nl + 2, nl + 2 + size)
                     return
             buf = data
         else:
@@ -152,11 +152,11 @@ class _Conn(asyncio.Protocol):
             elif state == _CHUNK_DATA:
                 need = self.remaining
                 if end - pos >= need:
-                    sink.on_body(buf[pos : pos + need], now)
+                    sink.on_body(buf, now, pos, pos + need)
                     pos += need
                     state = _CHUNK_CRLF
                 else:
-                    sink.on_body(buf[pos:], now)
+                    sink.on_body(buf, now, pos, end)
                     self.remaining = need - (end - pos)
                     pos = end
             elif state == _CHUNK_CRLF:
@@ -166,14 +166,14 @@ class _Conn(asyncio.Protocol):
                 state = _CHUNK_SIZE
             elif state == _LENGTH:
                 take = min(self.remaining, end - pos)
-                sink.on_body(buf[pos : pos + take], now)
+                sink.on_body(buf, now, pos, pos + take)
                 self.remaining -= take
                 pos += take
                 if self.remaining == 0:
                     self.state = state
                     return self._finish()
             elif state == _UNTIL_CLOSE:
-                sink.on_body(buf[pos:], now)
+                sink.on_body(buf, now, pos, end)
                 pos = end
             elif state == _HEAD:
                 he = buf.find(b"\r\n\r\n", pos)

@@ -30,8 +30,9 @@ class StreamState:
         "done",
         "error",
         "invalid",
-        "last_output",
+        "last",
         "others",
+        "crlf",
         "key",
         "key_len",
         "key_is_reasoning",
@@ -51,7 +52,8 @@ class StreamState:
         self.done = False
         self.error: str | None = None
         self.invalid: str | None = None
-        self.last_output: bytes | None = None  # finish_reason is read from it (and from `others`) at the end
+        self.last: tuple[bytes, int, int] | None = None  # where the last output chunk lies (see last_output)
+        self.crlf: bool | None = None
         self.others: list[bytes] = []
         self.key = b'"text":"'  # the output key the inline path looks for; adapts to the stream
         self.key_len = len(self.key)
@@ -67,40 +69,68 @@ class StreamState:
         if status != 200 or "text/event-stream" not in headers.get("content-type", ""):
             self.stream = False  # an error body or a plain JSON answer: keep it whole
 
-    def on_body(self, data: bytes, now_ns: int) -> None:
+    def on_body(self, data: bytes, now_ns: int, lo: int = 0, hi: int = -1) -> None:
+        """Body bytes data[lo:hi] (offsets, so the HTTP layer never copies a chunk) that arrived at now_ns."""
+        if hi < 0:
+            hi = len(data)
         if not self.stream:
-            self.body.append(data)
+            self.body.append(data[lo:hi])
             return
         if self.pending:
-            data = self.pending + data
-        if b"\r" in data:
-            data = data.replace(b"\r\n", b"\n")
-        start = 0
+            data = self.pending + data[lo:hi]
+            lo, hi = 0, len(data)
+            self.pending = b""
+        if self.crlf is None:  # the first line end decides whether this stream ends its lines with CRLF
+            if data.find(b"\r", lo, hi) >= 0:
+                self.crlf = True
+            elif data.find(b"\n", lo, hi) >= 0:
+                self.crlf = False
+            else:
+                self.pending = data[lo:hi]
+                return
+        if self.crlf:
+            data = data[lo:hi].replace(b"\r\n", b"\n")
+            lo, hi = 0, len(data)
+        plain = data.isascii()  # non-ASCII bytes: the slow path checks them event by event
         find = data.find
+        startswith = data.startswith
+        key, klen = self.key, self.key_len
+        start = lo
         while True:
-            end = find(b"\n\n", start)
+            end = find(b"\n\n", start, hi)
             if end < 0:
                 break
-            # The common case, inline: `data: {...}` holding a non-empty string under the key seen last time.
-            if data.startswith(b"data: {", start):
-                payload = data[start + 6 : end]
-                i = self.hint  # chunks of one stream share their layout: the key is usually where it was
-                if not payload.startswith(self.key, i):
-                    i = self.hint = payload.find(self.key)
-                if i > 0 and payload[i + self.key_len] != 34 and payload.isascii() and not payload.startswith(b'{"error"'):
+            # The common case, inline and without copies: `data: {...}` holding a non-empty string under the
+            # key seen last time, at the offset seen last time (chunks of one stream share their layout).
+            p = start + 6
+            if plain and startswith(b"data: {", start):
+                i = p + self.hint
+                if not startswith(key, i):
+                    i = find(key, p, end)
+                    self.hint = i - p
+                if i > p and data[i + klen] != 34 and not startswith(b'{"error"', p):
                     self.chunk_ns.append(now_ns)
-                    self.last_output = payload
+                    self.last = (data, p, end)
                     if self.key_is_reasoning:
                         self.reasoning_chunks += 1
                     elif self.first_content_ns is None:
                         self.first_content_ns = now_ns
                     if self.keep_outputs:
-                        self.outputs.append(payload)
+                        self.outputs.append(data[p:end])
                     start = end + 2
                     continue
             self._event(data[start:end], now_ns)
+            key, klen = self.key, self.key_len
             start = end + 2
-        self.pending = data[start:] if start < len(data) else b""
+        self.pending = data[start:hi] if start < hi else b""
+
+    @property
+    def last_output(self) -> bytes | None:
+        """The last output chunk's JSON (its finish_reason is read once, at the end)."""
+        if self.last is None:
+            return None
+        data, p, end = self.last
+        return data[p:end]
 
     def _event(self, event: bytes, now_ns: int) -> None:
         """Any event the inline path did not take: other keys, errors, usage, [DONE], comments, odd framing."""
@@ -130,7 +160,7 @@ class StreamState:
             self.key_len = len(self.key)
             self.key_is_reasoning = m.group(1)[0] == 114  # b"r"
             self.chunk_ns.append(now_ns)
-            self.last_output = payload
+            self.last = (payload, 0, len(payload))
             if self.key_is_reasoning:
                 self.reasoning_chunks += 1
                 if self.first_content_ns is None and _CONTENT_KEY.search(payload) is not None:
@@ -176,7 +206,7 @@ def parse_final(state: StreamState) -> dict:
             facts["text"] = choice.get("text") if "text" in choice else message.get("content")
             facts["reasoning_text"] = message.get("reasoning_content") or message.get("reasoning")
         return facts
-    for payload in ([state.last_output] if state.last_output is not None else []) + state.others:
+    for payload in ([state.last_output] if state.last is not None else []) + state.others:
         try:
             obj = json.loads(payload)
         except ValueError:

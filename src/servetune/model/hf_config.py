@@ -176,6 +176,7 @@ def spec_from_config(
         tie_word_embeddings=tied,
         max_position_embeddings=_derived_max_len(f),
         rotary_dim=_rotary_dim(f, attention, mla),
+        rope_cache_positions=_derived_max_len(f) * (4 if _is_mrope(f) else 1),
         dtype=_dtype(dtype, text, raw),
         vision=vision,
         language_model_only=lmo,
@@ -249,6 +250,15 @@ def _rotary_dim(f: _Fields, attention: AttentionShape | None, mla: MLAShape | No
     rope = f.opt("rope_parameters") if isinstance(f.opt("rope_parameters"), dict) else {}
     factor = float(f.opt("partial_rotary_factor", rope.get("partial_rotary_factor", 1.0)))
     return int(attention.head_dim * factor)
+
+
+def _is_mrope(f: _Fields) -> bool:
+    """Multimodal RoPE (`mrope_section`): vLLM sizes its cos/sin cache for 4x the positions (video)."""
+    for key in ("rope_parameters", "rope_scaling"):
+        value = f.opt(key)
+        if isinstance(value, dict) and value.get("mrope_section"):
+            return True
+    return False
 
 
 def _derived_max_len(f: _Fields) -> int:

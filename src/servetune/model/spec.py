@@ -117,6 +117,8 @@ class ModelSpec(BaseModel):
     max_position_embeddings: int
     rotary_dim: int = 0
     """RoPE dimensions per head (head_dim x partial_rotary_factor; the rope part of the key for MLA)."""
+    rope_cache_positions: int = 0
+    """Rows of vLLM's cos/sin cache: max_position_embeddings, x4 for multimodal RoPE (MRotaryEmbedding)."""
     dtype: ModelDtype = "bfloat16"
     vision: VisionShape | None = None
     language_model_only: bool = False

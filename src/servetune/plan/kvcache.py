@@ -116,9 +116,7 @@ def layout(
     max_num_batched_tokens: int,
 ) -> KVLayout:
     """The KV layout of the worker with the most cache layers (PP stage 0 ties go to the first)."""
-    kv_bytes = 1 if kv_cache_dtype.startswith("fp8") else _DTYPE_BYTES.get(kv_cache_dtype, 2)
-    if kv_cache_dtype == "auto":
-        kv_bytes = 2
+    kv_bytes = 1 if kv_cache_dtype.startswith("fp8") else _DTYPE_BYTES.get(kv_cache_dtype, 2)  # auto = 16-bit
     if spec.mla is not None:
         attn_1 = spec.mla.cache_dim * kv_bytes
         # backend page sizes: FlashMLA 64 tokens (Hopper), CUTLASS MLA 128 (Blackwell), Triton MLA 16

@@ -21,25 +21,32 @@ GiB = 1024**3
 
 
 class OverheadModel(BaseModel):
-    """Coefficients of the non-KV overhead (GiB unless noted); `*_unc` are +- bounds, not standard errors."""
+    """Coefficients of the non-KV overhead (GiB unless noted); `*_unc` are +- bounds, not standard errors.
+
+    Defaults are fitted to three real vLLM 0.24.0 starts of Qwen3.6-27B on an H200 (benchmarks/device: default
+    batch limits; max_num_batched_tokens 2048 + max_num_seqs 32; FP8 KV + MTP 2), which they reproduce within
+    0.15 GiB; other GPUs and models lean on the same coefficients, hence the stated ranges.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    non_torch_gib: float = 0.45
-    """cuBLAS/cuDNN workspaces and allocator slack at TP1 (vLLM logs 0.35 GiB on an RTX 3090, issue #10517)."""
+    non_torch_gib: float = 2.3
+    """Memory the profiling run takes outside torch's allocator plus allocator slack, at TP1."""
     non_torch_tp_gib: float = 1.0
-    """Extra with TP > 1: NCCL communicators and custom all-reduce buffers."""
-    non_torch_unc_gib: float = 0.6
-    activation_copies: float = 1.0
+    """Extra with TP > 1: NCCL communicators and custom all-reduce buffers (vLLM PR #10511: +1.8 GiB at TP2)."""
+    non_torch_unc_gib: float = 0.8
+    activation_copies: float = 1.14
     """Scales the modelled peak of the profiling forward pass (max_num_batched_tokens tokens)."""
-    activation_unc_frac: float = 0.6
-    sampler_bytes_per_logit: float = 12.0
-    """Bytes per [min(max_num_seqs, max_num_batched_tokens) x vocab] element alive at the sampler warm-up's
-    peak (fp32 logits, probabilities, top-k/top-p sort buffers)."""
-    cudagraph_base_gib: float = 0.25
-    cudagraph_per_layer_size_kib: float = 48.0
-    """Graph pool memory per captured batch size per decoder layer."""
-    cudagraph_unc_frac: float = 1.0
+    activation_unc_frac: float = 0.5
+    sampler_bytes_per_logit: float = 6.25
+    """Bytes per [min(max_num_seqs, max_num_batched_tokens) x (1 + spec tokens) x vocab] element alive at the
+    sampler warm-up's peak (fp32 logits, probabilities, top-k/top-p buffers)."""
+    spec_decode_gib_per_token: float = 0.5
+    """Drafter (MTP) profiling memory per speculative token."""
+    cudagraph_base_gib: float = 0.0
+    cudagraph_per_layer_size_kib: float = 300.0
+    """CUDA-graph estimate per captured batch size per decoder layer (hybrid FULL_AND_PIECEWISE on an H200)."""
+    cudagraph_unc_frac: float = 0.5
     mm_encoder_gib: float = 1.5
     """Vision encoder dummy batch + encoder cache profiled unless --language-model-only."""
     mm_encoder_unc_gib: float = 1.5
@@ -75,7 +82,8 @@ def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int
     Projections, experts and vocab-parallel embedding/lm_head are split over TP; k/v projections are
     replicated when TP exceeds the KV heads (each GPU keeps one KV head); norms, small vectors and the RoPE
     cos/sin cache are replicated (vLLM issue #10517: Llama-3.1-8B "took 14.9888 GB" = 8.03 B x 2 B + the
-    131,072 x 128 x 2 B cache). With PP the embedding lives on the first stage, lm_head, final norm and MTP on the last.
+    131,072 x 128 x 2 B cache; Qwen3.6-27B on the H200 with vLLM 0.24.0 "took 50.22 GiB" = 26.90 B x 2 B + the
+    MRoPE cache of 4 x 262,144 x 64 x 2 B). With PP the embedding lives on the first stage, lm_head, final norm and MTP on the last.
     """
     per_linear = spec.quant.bytes_per_linear_param if spec.quant.method != "none" else 2.0
     dense = 2
@@ -96,12 +104,14 @@ def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int
                 b += p.vision * dense / tp
         if spec.rotary_dim:
             # vLLM counts RotaryEmbedding's cos/sin cache [max_position, rotary_dim] (model dtype) as model memory
-            b += spec.max_position_embeddings * spec.rotary_dim * dense
+            b += spec.rope_cache_positions * spec.rotary_dim * dense
         if i == len(sizes) - 1:
             tied_copy = p.embed if (p.lm_head == 0 and pp > 1) else 0
             b += (p.lm_head + tied_copy) * dense / tp + p.final_norm * dense
             if with_mtp:
+                # the drafter builds its own (text-only) RoPE cache: 51.05 GiB logged with MTP vs 50.22 without
                 b += p.mtp_linear * per_linear / tp + p.mtp_other * dense
+                b += spec.max_position_embeddings * spec.rotary_dim * dense
         stages.append(b)
         start += n
     return int(max(stages))
@@ -140,8 +150,10 @@ def overhead(
     # gate_up output (2I) + activation (I) + a few hidden-sized buffers, 2 bytes each, per token on this GPU
     per_token = 2 * (3 * inter / tp + 6 * hidden)
     activation = tokens * per_token * model.activation_copies
-    sampler = min(max_num_seqs, max_num_batched_tokens) * spec.vocab_size * model.sampler_bytes_per_logit
-    non_torch = (model.non_torch_gib + (model.non_torch_tp_gib if tp * pp > 1 else 0)) * GiB
+    rows = min(max_num_seqs, max_num_batched_tokens) * (1 + spec_tokens)
+    sampler = rows * spec.vocab_size * model.sampler_bytes_per_logit
+    non_torch = (model.non_torch_gib + (model.non_torch_tp_gib if tp * pp > 1 else 0)
+                 + spec_tokens * model.spec_decode_gib_per_token) * GiB
     layers_here = max(pp_partition(spec.num_layers, pp))
     graphs = 0.0
     if cudagraphs:

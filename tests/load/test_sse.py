@@ -1,0 +1,63 @@
+"""The hand-written HTTP/1.1 + SSE parsing: any split of the bytes gives the same events and facts."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from servetune.load.http1 import Pool, _Conn
+from servetune.load.sse import StreamState, parse_final
+
+
+def _events(crlf: bool, reasoning: bool) -> bytes:
+    nl = b"\r\n" if crlf else b"\n"
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    for k in range(6):
+        key = "reasoning_content" if reasoning and k < 2 else "content"
+        chunks.append({"choices": [{"index": 0, "delta": {key: f" w{k}"}, "finish_reason": None}]})
+    chunks.append({"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "length"}]})
+    chunks.append({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 6}})
+    out = b": ping" + nl + nl
+    for c in chunks:
+        out += b"data: " + json.dumps(c).encode() + nl + nl
+    return out + b"data: [DONE]" + nl + nl
+
+
+def _chunked(body: bytes, pieces: int) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    step = max(1, len(body) // pieces)
+    frames = b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + step]), body[i : i + step]) for i in range(0, len(body), step))
+    return head + frames + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize("crlf", [False, True])
+@pytest.mark.parametrize("reasoning", [False, True])
+def test_any_split_gives_the_same_facts(crlf: bool, reasoning: bool) -> None:
+    wire = _chunked(_events(crlf, reasoning), pieces=5)
+    rng = random.Random(0)
+    for trial in range(40):
+        state = StreamState(stream=True, keep_outputs=True)
+        conn = _Conn(Pool("http://127.0.0.1:1"))
+        conn.sink, conn.state = state, 0  # reading the head
+        conn.done = None
+        cuts = sorted(rng.sample(range(1, len(wire)), rng.randint(0, 30))) if trial else []
+        for k, (a, b) in enumerate(zip([0, *cuts], [*cuts, len(wire)])):
+            conn.data_received(wire[a:b])
+        assert state.status == 200 and state.done
+        assert len(state.chunk_ns) == 6, trial
+        assert state.reasoning_chunks == (2 if reasoning else 0)
+        facts = parse_final(state)
+        assert facts["finish_reason"] == "length" and facts["usage"]["completion_tokens"] == 6
+        assert facts["text"] == ("" if reasoning else " w0 w1") + " w2 w3 w4 w5"
+        assert conn.state == 6  # idle again: the response ended
+
+
+def test_error_event_and_invalid_utf8() -> None:
+    state = StreamState(stream=True, keep_outputs=False)
+    state.on_head(200, {"content-type": "text/event-stream"})
+    state.on_body(b'data: {"choices":[{"text":" a"}]}\n\ndata: {"choices":[{"text":" \xff"}]}\n\n', 1)
+    state.on_body(b'data: {"error": {"message": "boom", "code": 500}}\n\n', 2)
+    assert state.invalid and "boom" in (state.error or "")
+    assert len(state.chunk_ns) == 2

@@ -1,0 +1,75 @@
+"""The mock server itself: its routes, its timing truth, and its CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import aiohttp
+
+from servetune.mock.config import MockConfig
+from servetune.mock.server import running
+
+
+async def test_routes() -> None:
+    async with running(MockConfig(model="m", ttft_ms=1, itl_ms=1, output_tokens=3)) as url:
+        async with aiohttp.ClientSession() as s:
+            assert (await s.get(url + "/health")).status == 200
+            models = await (await s.get(url + "/v1/models")).json()
+            assert models["data"][0]["id"] == "m"
+            tok = await (await s.post(url + "/tokenize", json={"prompt": "a b c"})).json()
+            assert tok["count"] == 3
+            answer = await (await s.post(url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})).json()
+            assert answer["choices"][0]["message"]["content"] == " tok" * 3 and answer["usage"]["completion_tokens"] == 3
+            assert (await s.post(url + "/nope", json={})).status == 404
+            assert (await s.post(url + "/v1/completions", data=b"{not json")).status == 400
+
+
+async def test_send_times_follow_the_injected_truth() -> None:
+    """The truth the client benchmark measures against: first byte at TTFT, then one token per ITL."""
+    async with running(MockConfig(ttft_ms=40, itl_ms=8)) as url:
+        async with aiohttp.ClientSession() as s:
+            body = {"prompt": "x", "max_tokens": 6, "stream": True}
+            t0 = time.monotonic()
+            stamps = []
+            async with s.post(url + "/v1/completions", json=body) as resp:
+                async for line in resp.content:
+                    if line.startswith(b"data: {"):
+                        stamps.append(time.monotonic() - t0)
+    assert len(stamps) == 6
+    assert 0.039 < stamps[0] < 0.050
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    assert all(0.006 < g < 0.011 for g in gaps), gaps
+
+
+def test_cli_reports_a_bad_fault_without_traceback() -> None:
+    proc = subprocess.run([sys.executable, "-m", "servetune", "mock-server", "--fault", "explode"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "unknown mock fault" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bench_cli_against_a_closed_port_is_a_user_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "servetune", "bench", "--url", "http://127.0.0.1:1", "--model", "m", "--concurrency", "1"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and "cannot connect" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bench_cli_end_to_end(tmp_path) -> None:  # noqa: ANN001
+    server = subprocess.Popen([sys.executable, "-m", "servetune", "mock-server", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"],
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        line = server.stderr.readline()  # "mock server ready on http://127.0.0.1:PORT ..."
+        url = line.split()[4]
+        out = tmp_path / "run.json"
+        proc = subprocess.run([sys.executable, "-m", "servetune", "bench", "--url", url, "--model", "mock", "--concurrency", "2",
+                               "--requests", "6", "--output-tokens", "5", "--no-progress", "--json", str(out),
+                               "--jsonl", str(tmp_path / "r.jsonl"), "--csv", str(tmp_path / "r.csv")],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "ttft" in proc.stdout and json.loads(out.read_text())["summary"]["completed"] == 6
+        assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 6
+        assert (tmp_path / "r.csv").read_text().startswith("index,")
+    finally:
+        server.terminate()
+        server.wait(10)
