@@ -135,3 +135,24 @@ def test_without_chunked_prefill_a_prompt_waits_for_a_whole_budget() -> None:
     assert [x.num_new_tokens for x in first.scheduled] == [200]
     s.finish_step(first)
     assert [x.num_new_tokens for x in s.schedule().scheduled] == [1, 200]
+
+
+def test_async_scheduling_admits_a_busy_engines_arrivals_one_step_later() -> None:
+    from dataclasses import replace
+
+    from servetune.sim.engine import SimEngine
+    from servetune.sim.flags import parse_sim_args
+    from servetune.sim.deployment import build_deployment
+
+    dep = build_deployment(parse_sim_args(["qwen3.6-27b", "--max-model-len", "8192", "--gpu", "H200"]))
+    first_scheduled = {}
+    for mode in (False, True):
+        engine = SimEngine(replace(dep.limits, async_scheduling=mode), dep.timing)
+        engine.submit(req(0, 100, 50, bs=dep.limits.block_size))
+        engine.step()  # the engine was idle: request 0 is scheduled at once either way
+        engine.submit(req(1, 100, 50, bs=dep.limits.block_size))  # arrives while step 1 runs
+        for k in range(1, 4):
+            if any(s.request.request_id == "1" for s in engine.step().plan.scheduled):
+                first_scheduled[mode] = k
+                break
+    assert first_scheduled == {False: 1, True: 2}

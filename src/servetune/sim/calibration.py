@@ -30,17 +30,21 @@ if TYPE_CHECKING:
 # so the optimiser never meets a flat clamp).
 FITTED = ("bandwidth", "mfu_prefill", "mfu_decode", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s")
 EFF_MAX = 1.2
-PRIOR_WEIGHT = 0.01
+PRIOR_WEIGHT = 0.001
 
 
 @dataclass(frozen=True)
 class MeasuredRequest:
-    """One measured request: lengths and client-side timestamps (seconds, any common origin)."""
+    """One measured request: lengths and client-side timestamps (seconds, any common origin).
+
+    `first_token` is None when the record's first-chunk time cannot be trusted (see `results.py`): the
+    request still counts for the load and the throughput, not for TTFT/TPOT.
+    """
 
     prompt_tokens: int
     output_tokens: int
     sent: float
-    first_token: float
+    first_token: float | None
     end: float
 
 
@@ -74,22 +78,29 @@ def _tpot(e2e: float, ttft: float, n: int) -> float | None:
 
 
 def measured_targets(run: MeasuredRun) -> Targets:
+    """Median TTFT and TPOT over the requests with a trusted first token; throughput over all."""
     reqs = run.requests
-    ttft = [r.first_token - r.sent for r in reqs]
-    tpot = [t for r in reqs if (t := _tpot(r.end - r.sent, r.first_token - r.sent, r.output_tokens)) is not None]
+    timed = [r for r in reqs if r.first_token is not None]
+    ttft = [r.first_token - r.sent for r in timed]
+    tpot = [t for r in timed if (t := _tpot(r.end - r.sent, r.first_token - r.sent, r.output_tokens)) is not None]
     dur = max(r.end for r in reqs) - min(r.sent for r in reqs)
-    return Targets(float(np.median(ttft)), float(np.median(tpot)) if tpot else math.nan,
-                   sum(r.output_tokens for r in reqs) / dur)
+    return Targets(_median(ttft), _median(tpot), sum(r.output_tokens for r in reqs) / dur)
 
 
 def simulated_targets(run: MeasuredRun, coef: StepCoefficients) -> Targets:
-    """The same requests, order and concurrency through the simulator with coefficients `coef`."""
+    """The same requests, order and concurrency through the simulator with coefficients `coef`; medians
+    over the same requests as the measured ones."""
     timing = replace(run.deployment.timing, coef=coef)
     sim = run_virtual(run.specs(), run.deployment.limits, timing, concurrency=run.concurrency)
-    ttft = [t.ttft for t in sim.timelines]
-    tpot = [x for t in sim.timelines if (x := _tpot(t.e2e, t.ttft, t.output_tokens)) is not None]
+    timed = [t for t, r in zip(sim.timelines, run.requests) if r.first_token is not None]
+    ttft = [t.ttft for t in timed]
+    tpot = [x for t in timed if (x := _tpot(t.e2e, t.ttft, t.output_tokens)) is not None]
     out = sum(t.output_tokens for t in sim.timelines)
-    return Targets(float(np.median(ttft)), float(np.median(tpot)) if tpot else math.nan, out / sim.duration)
+    return Targets(_median(ttft), _median(tpot), out / sim.duration)
+
+
+def _median(values: list[float]) -> float:
+    return float(np.median(values)) if values else math.nan
 
 
 def relative_errors(sim: Targets, real: Targets) -> dict[str, float]:

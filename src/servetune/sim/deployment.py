@@ -50,6 +50,8 @@ class SimDeployment:
             if lim.enable_prefix_caching:
                 lines.append("Mamba cache mode is set to 'align' for hybrid models by default when prefix caching "
                              "is enabled")
+        if lim.async_scheduling:
+            lines.append("Asynchronous scheduling is enabled.")
         if lim.chunked_prefill:
             lines.append(f"Chunked prefill is enabled with max_num_batched_tokens={lim.max_num_batched_tokens}.")
         lines.append(f"Model loading took {self.weights_gib:.2f} GiB memory and 0.000000 seconds")
@@ -80,6 +82,7 @@ def engine_flags(a: SimServeArgs) -> dict[str, FlagValue]:
         "dtype": a.dtype,
         "enforce-eager": a.enforce_eager or None,
         "enable-chunked-prefill": None if a.enable_chunked_prefill else False,
+        "async-scheduling": a.async_scheduling,
         **a.planner_flags,
     }
     if a.num_speculative_tokens:
@@ -130,6 +133,7 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
         acceptance_rate=args.acceptance_rate,
         long_prefill_token_threshold=args.long_prefill_token_threshold,
         chunked_prefill=args.enable_chunked_prefill,
+        async_scheduling=_async_scheduling(args, plan.vllm_version, spec.is_hybrid and plan.prefix_caching),
         seed=args.seed,
     )
     return SimDeployment(
@@ -144,3 +148,14 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
         capacity_lines=tuple(plan.log_lines),
         notes=tuple(notes),
     )
+
+
+def _async_scheduling(args: SimServeArgs, vllm_version: str, hybrid_prefix_caching: bool) -> bool:
+    """vLLM's async-scheduling default: on from about 0.20 (0.24.0 logs "Asynchronous scheduling is
+    enabled"), off for hybrid models with prefix caching ("not compatible with prefix caching for Mamba
+    models and will be disabled"); the flag decides when given."""
+    if args.async_scheduling is not None:
+        return args.async_scheduling
+    from servetune.plan.versions import parse_version
+
+    return parse_version(vllm_version) >= (0, 20, 0) and not hybrid_prefix_caching

@@ -33,6 +33,7 @@ class SimServeArgs(BaseModel):
     kv_cache_dtype: str = "auto"
     enable_prefix_caching: bool | None = None
     enable_chunked_prefill: bool = True
+    async_scheduling: bool | None = None
     block_size: int | None = None
     long_prefill_token_threshold: int = 0
     num_speculative_tokens: int = 0
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--enable-chunked-prefill", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--block-size", type=int)
+    p.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--long-prefill-token-threshold", type=int, default=0)
     p.add_argument("--speculative-config", "-sc")
     p.add_argument("--language-model-only", action="store_true")
@@ -138,6 +140,7 @@ def parse_sim_args(argv: list[str]) -> SimServeArgs:
         kv_cache_dtype=ns.kv_cache_dtype,
         enable_prefix_caching=ns.enable_prefix_caching,
         enable_chunked_prefill=ns.enable_chunked_prefill,
+        async_scheduling=ns.async_scheduling,
         block_size=ns.block_size,
         long_prefill_token_threshold=ns.long_prefill_token_threshold,
         num_speculative_tokens=spec_tokens,

@@ -30,26 +30,32 @@ def read_records(path: Path) -> list[dict]:
     return out
 
 
-def measured_requests(records: list[dict]) -> list[MeasuredRequest]:
+def measured_requests(records: list[dict], one_chunk_per_token: bool = True) -> list[MeasuredRequest]:
     """Successful measured requests, in send order, times in seconds.
 
     Reads both the load room's `RequestRecord` (`phase`, `done_ns`, `error_class`) and the fidelity
-    campaign's records (`warmup`, `end_ns`, `error`).
+    campaign's records (`warmup`, `end_ns`, `error`). With `one_chunk_per_token` (vLLM streams one
+    chunk per token unless it speculates), a record with fewer chunks than output tokens lost some of
+    them on the client, so its first-chunk time is not trusted (its TTFT is left out, its load is kept):
+    the device campaign's first client skipped chunks whose text was empty (random weights emit ids the
+    tokenizer cannot decode), see benchmarks/device/README.md.
     """
     out = []
     for r in records:
         if r.get("warmup") or r.get("phase", "measure") != "measure":
             continue
-        if r.get("error") or r.get("error_class") or not r.get("chunk_ns"):
+        if r.get("error") or r.get("error_class"):
             continue
         end = r.get("end_ns") or r.get("done_ns")
         prompt = r.get("prompt_tokens") or r.get("prompt_tokens_expected")
         if not end or not prompt:
             raise ServetuneError("a result record lacks its end time or prompt length",
                                  "give servetune's per-request records (sent_ns, chunk_ns, done_ns, prompt_tokens)")
+        chunks = r.get("chunk_ns") or []
+        complete = bool(chunks) and (len(chunks) >= r["output_tokens"] or not one_chunk_per_token)
         out.append(MeasuredRequest(
-            prompt_tokens=int(prompt), output_tokens=int(r["output_tokens"]),
-            sent=r["sent_ns"] / 1e9, first_token=r["chunk_ns"][0] / 1e9, end=end / 1e9,
+            prompt_tokens=int(prompt), output_tokens=int(r["output_tokens"]), sent=r["sent_ns"] / 1e9,
+            first_token=chunks[0] / 1e9 if complete else None, end=end / 1e9,
         ))
     return sorted(out, key=lambda m: m.sent)
 
@@ -73,9 +79,9 @@ def point_files(directory: Path) -> list[Path]:
 def measured_run(path: Path, deployment: SimDeployment, name: str | None = None) -> MeasuredRun:
     """One load point's measured run (closed loop at the records' concurrency)."""
     records = read_records(path)
-    requests = measured_requests(records)
-    if not requests:
-        raise ServetuneError(f"{path} has no successful measured requests", "re-run the load point")
+    requests = measured_requests(records, one_chunk_per_token=not deployment.limits.num_speculative_tokens)
+    if not any(r.first_token is not None for r in requests):
+        raise ServetuneError(f"{path} has no successful request with a complete stream", "re-run the load point")
     concurrency = next((r["concurrency"] for r in records if r.get("concurrency")), None)
     summary = path.with_name(path.stem + ".summary.json")
     if concurrency is None and summary.exists():

@@ -43,6 +43,8 @@ class SchedulerLimits:
     long_prefill_token_threshold: int = 0
     chunked_prefill: bool = True
     """False: a prompt is only admitted when it fits the step's token budget whole."""
+    async_scheduling: bool = False
+    """vLLM plans step k+1 while step k runs: new requests join one step later under load (see engine.py)."""
     seed: int = 0
 
     @property
@@ -154,13 +156,17 @@ class Scheduler:
         self._rng = random.Random(limits.seed)
 
     # ------------------------------------------------------------------ requests in and out
-    def add(self, request: SimRequest) -> None:
-        """Queues a new request (vLLM rejects prompts that leave no room to generate)."""
+    def check(self, request: SimRequest) -> None:
+        """Rejects what vLLM rejects: a prompt that leaves no room to generate."""
         if request.num_prompt_tokens >= self.limits.max_model_len:
             raise ValueError(
                 f"This model's maximum context length is {self.limits.max_model_len} tokens. However, "
                 f"your request has {request.num_prompt_tokens} input tokens."
             )
+
+    def add(self, request: SimRequest) -> None:
+        """Queues a new request."""
+        self.check(request)
         self.waiting.append(request)
 
     def abort(self, request_id: str) -> None:

@@ -163,7 +163,7 @@ def run_virtual(
         if not engine.has_work:
             clock = arrivals[0][0]
             continue
-        quiet = engine.scheduler.quiet_decode_steps()
+        quiet = engine.quiet_decode_steps()
         if quiet > 1:
             horizon = arrivals[0][0] if arrivals else math.inf
             moved = _fast_forward(engine, timing, lines, quiet, clock, horizon)
