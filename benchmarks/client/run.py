@@ -229,6 +229,23 @@ def errors_vs_truth(jsonl: Path, ttft_ms: float, itl_ms: float) -> dict:
     }
 
 
+def is_inflated(ttft_p50: float, itl_p50: float, itl_truth: float, ttft_truth: float = 50.0) -> bool:
+    """Latencies inflated: p50 TTFT more than 10 % + 2 ms over the truth, or p50 ITL off the truth by more than
+    10 % + 0.2 ms either way (a server or client that falls behind sends or reads tokens in bursts: gaps of ~0)."""
+    return ttft_p50 - ttft_truth > 0.1 * ttft_truth + 2 or abs(itl_p50 - itl_truth) > 0.1 * itl_truth + 0.2
+
+
+def recompute_ceilings(ceilings: dict) -> None:
+    """Applies `is_inflated` to stored points (so the report can be regenerated from results.json alone)."""
+    for r in ceilings.values():
+        for q in r["points"]:
+            if "error" not in q:
+                q["inflated"] = is_inflated(q["ttft_p50_ms"], q["itl_p50_ms"], q["itl_ms"])
+        ok = [q for q in r["points"] if "error" not in q and not q["inflated"]]
+        best = max(ok, key=lambda q: q["output_tok_s"]) if ok else None
+        r["ceiling_tok_s"], r["ceiling_req_s"] = (best["output_tok_s"], best["request_s"]) if best else (None, None)
+
+
 def ceiling(work: Path, quick: bool) -> dict:
     """Highest streamed tok/s and req/s at concurrency 64/256/1024 before latencies inflate."""
     results = {}
@@ -249,7 +266,7 @@ def ceiling(work: Path, quick: bool) -> dict:
                 points.append({"itl_ms": itl, "error": p["run"]["log_tail"][-400:]})
                 continue
             err = errors_vs_truth(p["jsonl"], 50.0, itl)
-            inflated = err["ttft_median_error_ms"] > 0.1 * 50 + 2 or err["itl_median_error_ms"] > 0.1 * itl + 0.2
+            inflated = is_inflated(s["ttft_ms"]["p50"], s["itl_ms"]["p50"], itl)
             points.append({
                 "itl_ms": itl, "output_tok_s": s["output_throughput"], "request_s": s["request_throughput"],
                 "ttft_p50_ms": s["ttft_ms"]["p50"], "itl_p50_ms": s["itl_ms"]["p50"], "inflated": inflated,
@@ -274,13 +291,40 @@ def accuracy(work: Path, ceiling_result: dict, quick: bool) -> dict:
         mock = Mock(18801 + len(results), "--ttft-ms", "50", "--itl-ms", "10")
         try:
             log(f"accuracy: concurrency {conc}")
-            p = servetune_point(mock, work, conc, 4 if quick else 10, f"accuracy-{conc}")
+            p = servetune_point(mock, work, conc, 4 if quick else (30 if conc == 1 else 10), f"accuracy-{conc}")
         finally:
             mock.stop()
         results[label] = {"concurrency": conc, **errors_vs_truth(p["jsonl"], 50.0, 10.0),
                           "output_tok_s": p["summary"]["output_throughput"] if p["summary"] else None}
         log(f"   {results[label]}")
     return results
+
+
+NOTES = """
+## Reading these numbers (honestly)
+
+- **The machine was shared**: four other engineers' jobs ran on the same 2 CPUs during the run (load average
+  ≈5 at start and end, in `results.json`). Pinning keeps each client on CPU 1, but not alone there; CPU time
+  per token is the fairest figure under such contention, and every tool ran under the same conditions,
+  one after another, in one script run. Absolute µs are inflated; the ratios are the result.
+- **Cost**: servetune spends about the same CPU per streamed token as Locust (a tie within noise) and
+  2.4× less than EvalScope, 2.7× less than vLLM's `bench serve`, 5.4× less than AIPerf and ~13× less than
+  GuideLLM — but the issue's goal (≤ half of the best peer) is **not met**. What is left per token is mostly
+  the kernel and the event loop (one epoll wake-up and one `recv` per streamed chunk, since every token is
+  its own TCP segment): a bare aiohttp loop that only stamps chunks costs as much. Halving it needs fewer
+  wake-ups per token (batched reads with kernel receive timestamps, `SO_TIMESTAMPNS`), not faster parsing.
+- GuideLLM, EvalScope and vLLM's client could not keep 200 streams going on one core (steady tok/s far below
+  the ≈19k offered); their cost is per token they managed to stream.
+- **Ceiling**: neither process reached 100 % of its CPU (see the CPU columns), yet TTFT inflated at 256 and 1024
+  streams: with the other jobs on the same CPUs, the pinned server and client waited in the run queue. On this
+  machine the pair (Python mock server + servetune) holds the injected latencies up to ≈10.6k tok/s at
+  concurrency 64; at 256 streams (≈16k tok/s offered) TTFT already rose by 14 ms. The mock server is the
+  other half of every point: it is a Python process too.
+- **Accuracy**: ITL median error is ≤ 0.02 ms at concurrency 8 and 50 (and 0.25 ms on the 8 requests at
+  concurrency 1); TTFT median error is +0.33 ms at concurrency 8 (goal met) but +0.60 ms at concurrency 1 and
+  +0.88 ms at 50 (goal not met). TTFT includes the server's own wake-up on the request and the client's on
+  the first chunk, on a loaded machine; the errors are always positive (late), never a clock artefact.
+"""
 
 
 def write_markdown(data: dict) -> None:
@@ -295,13 +339,22 @@ def write_markdown(data: dict) -> None:
             lines.append(f"| {name} | – | – | – | – | {r['error'][:160].replace('|', '/').replace(chr(10), ' ')} |")
         else:
             lines.append(f"| {name} | {r['us_per_token']:.2f} | {r['steady_tok_s']:,.0f} | {r['server_cpu_pct']:.0f} | {r['whole_run_us_per_token']:.2f} | |")
+    ok = {k: v["us_per_token"] for k, v in data["cost"].items() if "error" not in v}
+    peers = {k: v for k, v in ok.items() if k not in ("servetune", "aiohttp (bare loop)")}
+    if "servetune" in ok and peers:
+        best = min(peers, key=peers.get)
+        ratio = ok["servetune"] / peers[best]
+        lines += ["", f"servetune / best peer ({best}): **{ratio:.2f}×** the CPU per token — goal ≤ 0.5×: "
+                      f"**{'met' if ratio <= 0.5 else 'not met'}**."]
     lines += ["", "## Ceiling (servetune, single process): highest output tok/s before latencies inflate", "",
-              "| concurrency | ceiling tok/s | ceiling req/s | points (ITL ms → tok/s, ttft/itl median error ms, client/server CPU %) |", "|---:|---:|---:|---|"]
+              "Mock TTFT 50 ms; its ITL is lowered step by step to raise the load. Inflated: p50 TTFT > truth + 10 % + 2 ms, "
+              "or p50 ITL off the truth by > 10 % + 0.2 ms.", "",
+              "| concurrency | ceiling tok/s | ceiling req/s | points: ITL ms → tok/s (p50 TTFT / p50 ITL ms; client / server CPU %) |", "|---:|---:|---:|---|"]
     for conc, r in data["ceiling"].items():
         pts = "; ".join(
-            f"{q['itl_ms']:g} → {q['output_tok_s']:,.0f} ({q['ttft_median_error_ms']:+.2f}/{q['itl_median_error_ms']:+.2f}, {q['client_cpu_pct']:.0f}/{q['server_cpu_pct']:.0f}%){' INFLATED' if q['inflated'] else ''}"
+            f"{q['itl_ms']:g} → {q['output_tok_s']:,.0f} ({q['ttft_p50_ms']:.1f} / {q['itl_p50_ms']:.2f}; {q['client_cpu_pct']:.0f} / {q['server_cpu_pct']:.0f} %){' **inflated**' if q['inflated'] else ''}"
             if "error" not in q else f"{q['itl_ms']:g} → error" for q in r["points"])
-        ct = f"{r['ceiling_tok_s']:,.0f}" if r["ceiling_tok_s"] else "–"
+        ct = f"{r['ceiling_tok_s']:,.0f}" if r["ceiling_tok_s"] else "none (inflated at every point)"
         cr = f"{r['ceiling_req_s']:,.1f}" if r["ceiling_req_s"] else "–"
         lines.append(f"| {conc} | {ct} | {cr} | {pts} |")
     lines += ["", "## Accuracy (servetune): mock TTFT 50 ms, ITL 10 ms (precise send times)", "",
@@ -310,14 +363,21 @@ def write_markdown(data: dict) -> None:
     for label, r in data["accuracy"].items():
         lines.append(f"| {label} | {r['requests']} | {r['ttft_median_error_ms']:+.3f} | {r['ttft_median_abs_error_ms']:.3f} | "
                      f"{r['itl_median_error_ms']:+.3f} | {r['itl_median_abs_error_ms']:.3f} | {r['output_tok_s'] or 0:,.0f} |")
-    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n")
+    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n" + NOTES)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs (a smoke test of the script)")
     parser.add_argument("--only", choices=["cost", "ceiling", "accuracy"], action="append")
+    parser.add_argument("--report-only", action="store_true", help="regenerate RESULTS.md from results.json")
     args = parser.parse_args()
+    if args.report_only:
+        data = json.loads((HERE / "results.json").read_text())
+        recompute_ceilings(data["ceiling"])
+        (HERE / "results.json").write_text(json.dumps(data, indent=2))
+        write_markdown(data)
+        return
     parts = args.only or ["cost", "ceiling", "accuracy"]
     data: dict = {"started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                   "machine": f"{platform.node()} {os.cpu_count()} CPUs, Python {platform.python_version()}",

@@ -216,6 +216,7 @@ class _Connection(asyncio.Protocol):
         self.buf = b""
         self.busy = False
         self.closed = False
+        self.t_in = 0.0
         self.transport: asyncio.Transport
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -237,6 +238,8 @@ class _Connection(asyncio.Protocol):
         self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
+        if not self.buf:
+            self.t_in = self.server.loop.time()  # the request's arrival: TTFT counts from its first bytes
         self.buf += data
         self._next_request()
 
@@ -261,7 +264,9 @@ class _Connection(asyncio.Protocol):
             self.buf = self.buf[end + 4 + length :]
             method, path, *_ = head[0].split(" ")
             self.busy = True
-            self.server.handle(self, method, path.split("?")[0], body, auth)
+            arrival = self.t_in
+            self.t_in = self.server.loop.time()  # a pipelined request behind this one arrived by now
+            self.server.handle(self, method, path.split("?")[0], body, auth, arrival)
 
     def send(self, data: bytes) -> None:
         self.transport.write(data)
@@ -309,7 +314,7 @@ class MockServer:
                 return fault
         return None
 
-    def handle(self, conn: _Connection, method: str, path: str, raw: bytes, auth: str = "") -> None:
+    def handle(self, conn: _Connection, method: str, path: str, raw: bytes, auth: str = "", arrival: float | None = None) -> None:
         cfg = self.config
         if cfg.api_key is not None and path.startswith("/v1/") and auth != f"Bearer {cfg.api_key}":
             return conn.send(_response(401, _error_body(401, "missing or wrong API key")))
@@ -329,7 +334,7 @@ class MockServer:
         if path == "/tokenize":
             n = _count_words(body)
             return conn.send(_response(200, json.dumps({"count": n, "max_model_len": cfg.max_model_len, "tokens": list(range(n))}).encode()))
-        arrival = self.loop.time()
+        arrival = self.loop.time() if arrival is None else arrival
         self.stats.requests += 1
         fault = self._fault_for(body)
         if fault is not None and fault.kind == "status":

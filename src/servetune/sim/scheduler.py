@@ -54,6 +54,8 @@ class SchedulerLimits:
 
 
 class Status(Enum):
+    """Where a request is: queued, holding blocks and scheduled, or done."""
+
     WAITING = "waiting"
     RUNNING = "running"
     FINISHED = "finished"
@@ -67,7 +69,6 @@ class SimRequest:
     num_prompt_tokens: int
     max_tokens: int
     prompt_hashes: tuple[int, ...] = ()
-    arrival: float = 0.0
     num_computed_tokens: int = 0
     num_output_tokens: int = 0
     status: Status = Status.WAITING
@@ -81,10 +82,6 @@ class SimRequest:
     @property
     def num_tokens(self) -> int:
         return self.num_prompt_tokens + self.num_output_tokens
-
-    @property
-    def in_prefill(self) -> bool:
-        return self.num_computed_tokens < self.num_prompt_tokens
 
 
 class Scheduled(NamedTuple):

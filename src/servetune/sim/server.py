@@ -10,11 +10,10 @@ for the next one, as in vLLM. Endpoints: `/health`, `/v1/models`, `/metrics`, `/
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -39,7 +38,6 @@ class _Live:
     chunks: int = 0
     scheduled: float | None = None
     cached_tokens: int = 0
-    itls: list[float] = field(default_factory=list)
 
 
 class SimServer:
@@ -53,7 +51,6 @@ class SimServer:
         self.live: dict[str, _Live] = {}
         self._reqs: dict[str, SimRequest] = {}
         self._wake = asyncio.Event()
-        self._ids = itertools.count()
 
     @property
     def name(self) -> str:

@@ -157,7 +157,6 @@ def run_virtual(
                 num_prompt_tokens=spec.num_prompt_tokens,
                 max_tokens=spec.max_tokens,
                 prompt_hashes=prompt_hashes(spec, i, limits.block_size),
-                arrival=clock,
             )
             engine.submit(req)
         if not engine.has_work:
