@@ -28,4 +28,4 @@ plan 003-1xv100-int4-32k --model qwen3.6-27b --gpu V100-32G --quantization gptq 
 plan 004-a10g-qwen2-7b-32k --model qwen2-7b --gpu A10G --max-model-len 32768
 plan 004-a10g-qwen2-7b-default --model qwen2-7b --gpu A10G
 echo "wrote $(ls ./*.txt | wc -l) plans"
-COLUMNS=140 "$ST" demo > summary.txt
+COLUMNS=140 "$ST" plan-seeds > summary.txt

@@ -1,4 +1,4 @@
-"""`servetune plan` / `servetune demo` from the command line: answers, JSON, and errors without tracebacks."""
+"""`servetune plan` and `servetune plan-seeds` from the command line: answers, JSON, and errors without tracebacks."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_infeasible_plan_is_an_answer_not_an_error() -> None:
 
 
 def test_demo_plans_the_seed_systems() -> None:
-    out = run("demo", "--json")
+    out = run("plan-seeds", "--json")
     assert out.returncode == 0, out.stderr
     plans = json.loads(out.stdout)
     assert len({key.split("-")[0] for key in plans}) == 5

@@ -64,3 +64,29 @@ def test_recommendation_commands() -> None:
     assert "--kv-cache-dtype auto" in rec.serve_command
     assert rec.docker_command and "--gpus all" in rec.docker_command and "vllm/vllm-openai" in rec.docker_command
     assert rec.sampling_presets["thinking-general"]["temperature"] == 1.0
+
+
+def test_a_sim_winner_prints_the_real_vllm_command() -> None:
+    """A variant tuned on `sim-serve` is deployed on vLLM: the simulator's own flags must not leak."""
+    from servetune.sim.flags import SIM_ONLY_FLAGS
+    from servetune.tune.recommend import deployable, docker_command, serve_command
+
+    exp = experiment()
+    recs = [r for r in records() if r.status == "done"]
+    sim_flags = {"gpu": "A100-80G-SXM", "time-scale": 20, "calibration": "p.json", "acceptance-rate": 0.75,
+                 "vllm-version": "0.19.1", "seed": 3}
+    for record in recs:
+        config = record.variant.config
+        record.variant = record.variant.model_copy(
+            update={"config": config.model_copy(update={"engine": "sim", "flags": {**config.flags, **sim_flags}})}
+        )
+    rec = recommend(exp, rank(exp, recs))
+    assert rec is not None and rec.serve_command.startswith("vllm serve /models/Qwen3.6-27B")
+    assert rec.docker_command and "vllm/vllm-openai" in rec.docker_command
+    for flag in SIM_ONLY_FLAGS:
+        assert f"--{flag} " not in rec.serve_command + "\n" and f"--{flag} " not in rec.docker_command + "\n"
+    assert "--kv-cache-dtype auto" in rec.serve_command and "--tensor-parallel-size 2" in rec.serve_command
+    real = deployable(recs[0].variant.config)
+    assert real.engine == "vllm" and not set(SIM_ONLY_FLAGS) & set(real.flags)
+    assert serve_command(real) == serve_command(deployable(real))
+    assert docker_command(real, exp.deploy, 2) is not None

@@ -1,4 +1,4 @@
-"""`servetune plan` (one model on one GPU setup, vLLM's flag names) and `servetune demo` (the five seed systems).
+"""`servetune plan` (one model on one GPU setup, vLLM's flag names) and `servetune plan-seeds` (the five seed systems).
 
 Imports of the plan room happen inside the commands so that `servetune --help` stays fast.
 """
@@ -25,7 +25,7 @@ def _available(text: str | None) -> int | None:
 
 
 def register(app: typer.Typer) -> None:
-    """Adds `plan` and `demo`."""
+    """Adds `plan` and `plan-seeds`."""
 
     @app.command(
         "plan",
@@ -65,8 +65,8 @@ def register(app: typer.Typer) -> None:
         result = plan_for(cfg, spec_gpu, count, vllm_version=vllm_version, available_kv_bytes=_available(available_kv))
         _emit(result, as_json)
 
-    @app.command("demo")
-    def demo(
+    @app.command("plan-seeds")
+    def plan_seeds(
         detail: bool = typer.Option(False, "--detail", help="Print every plan in full."),
         as_json: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
     ) -> None:

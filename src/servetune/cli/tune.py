@@ -53,7 +53,7 @@ def tune(
             err=True,
         )
         raise typer.Exit(130) from None
-    _print_outcome(outcome)
+    print_outcome(outcome)
 
 
 def report(folder: Path = typer.Argument(..., help="An experiment folder written by `servetune tune`.")) -> None:
@@ -72,7 +72,7 @@ def _print_plan(exp: object) -> None:
         typer.echo(line)
 
 
-def _print_outcome(outcome: object) -> None:
+def print_outcome(outcome: object) -> None:
     from servetune.tune.runner import Outcome
 
     assert isinstance(outcome, Outcome)

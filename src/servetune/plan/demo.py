@@ -1,4 +1,4 @@
-"""`servetune demo`: plans the seed systems and prints one summary table (or every plan in full)."""
+"""`servetune plan-seeds` (also the first part of `servetune demo`): plans the seed systems and prints one summary table (or every plan in full)."""
 
 from __future__ import annotations
 
@@ -49,4 +49,4 @@ def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
             speed,
         )
     console.print(table)
-    console.print("Full plans with flags: servetune demo --detail  (one system: servetune plan --model qwen3.6-27b --gpu ...)")
+    console.print("Full plans with flags: servetune plan-seeds --detail  (one system: servetune plan --model qwen3.6-27b --gpu ...)")

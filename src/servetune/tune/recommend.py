@@ -39,6 +39,17 @@ def _multiline(head: list[str], flags: list[str]) -> str:
     return " \\\n  ".join(lines)
 
 
+def deployable(config: EngineConfig) -> EngineConfig:
+    """The config a user deploys: a `sim` variant becomes the real vLLM launch it simulates, without the
+    simulator's own flags (`--gpu`, `--time-scale`, `--calibration`, ...: vLLM would refuse them)."""
+    if config.engine != "sim":
+        return config
+    from servetune.sim.flags import SIM_ONLY_FLAGS
+
+    flags = {name: value for name, value in config.flags.items() if name not in SIM_ONLY_FLAGS}
+    return config.model_copy(update={"engine": "vllm", "flags": flags})
+
+
 def serve_command(config: EngineConfig) -> str:
     if config.engine == "llamacpp":
         return _multiline(["llama-server"], ["--model", config.model, *flags_to_argv(config.flags, "omit")])
@@ -71,7 +82,7 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
     winner = ranking.winner
     if winner is None:
         return None
-    config = resolve_model(winner.record.variant.config)
+    config = deployable(resolve_model(winner.record.variant.config))
     gpus = exp.hardware.count if exp.hardware.gpu else None
     figures = {
         f"{probe}.{name}": f"{est.mean:.4g}" + ("" if est.n < 2 else f" ± {est.half_width:.2g}")
