@@ -5,6 +5,8 @@ NVML gives the name and the memory; bandwidth and TFLOP/s come from the catalog 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import CATALOG, GPUSpec, _norm
 
@@ -29,8 +31,16 @@ def match_catalog(device_name: str, memory_bytes: int | None = None) -> GPUSpec 
     return None
 
 
-def detect() -> list[tuple[str, int]]:
-    """(name, total memory bytes) of each local GPU; empty without pynvml or without a GPU."""
+class DeviceReading(NamedTuple):
+    """One local GPU as NVML sees it now."""
+
+    name: str
+    used_bytes: int
+    total_bytes: int
+
+
+def read_devices() -> list[DeviceReading]:
+    """Name and memory of each local GPU; empty without pynvml or without a GPU."""
     try:
         import pynvml  # type: ignore[import-not-found]
     except ImportError:
@@ -44,11 +54,16 @@ def detect() -> list[tuple[str, int]]:
         for i in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
             name = pynvml.nvmlDeviceGetName(handle)
-            name = name.decode() if isinstance(name, bytes) else str(name)
-            found.append((name, int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)))
+            info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            found.append(DeviceReading(name.decode() if isinstance(name, bytes) else str(name), int(info.used), int(info.total)))
         return found
     finally:
         pynvml.nvmlShutdown()
+
+
+def detect() -> list[tuple[str, int]]:
+    """(name, total memory bytes) of each local GPU; empty without pynvml or without a GPU."""
+    return [(d.name, d.total_bytes) for d in read_devices()]
 
 
 def local_gpu() -> tuple[GPUSpec, int]:

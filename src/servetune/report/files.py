@@ -10,7 +10,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from servetune.report.tables import changes_text, figure_columns, short_value, status_text, summary_rows
+from servetune.report.tables import (
+    changes_text,
+    display_columns,
+    short_value,
+    status_text,
+    summary_rows,
+    time_scale_note,
+)
 from servetune.tune.experiment import Experiment
 from servetune.tune.rank import Entry, Ranking
 from servetune.tune.recommend import Recommendation
@@ -51,7 +58,13 @@ def entry_json(entry: Entry) -> dict[str, Any]:
             for (p, f), d in entry.deltas.items()
         },
         "runs": [
-            {"probe": r.probe, "repeat": r.repeat, "wall_s": r.wall_s, **r.result.model_dump(mode="json")}
+            {
+                "probe": r.probe,
+                "repeat": r.repeat,
+                "wall_s": r.wall_s,
+                "time_scale": r.time_scale,
+                **r.result.model_dump(mode="json"),
+            }
             for r in record.runs
         ],
     }
@@ -66,6 +79,7 @@ def results_json(
         "objective": ranking.objective.model_dump(),
         "winner": ranking.winner.record.variant.name if ranking.winner else None,
         "reason": ranking.reason,
+        "time_scale_note": time_scale_note(ranking) or None,
         "recommendation": rec.model_dump() if rec else None,
         "variants": [entry_json(e) for e in ranking.entries],
     }
@@ -83,7 +97,7 @@ def write_csv(path: Path, ranking: Ranking) -> None:
 
 
 def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]) -> str:
-    cols = figure_columns(ranking, headline_only=True) or figure_columns(ranking)[:6]
+    cols = display_columns(ranking)
     head = ["#", "variant", "changes", "status", *[".".join(c) for c in cols]]
     lines = [f"# {exp.name}: tuning summary", ""]
     if exp.description:
@@ -111,6 +125,11 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         "~ marks a change inside the noise.",
         "",
     ]
+    estimated = [e.record.variant.name for e in ranking.entries if e.record.estimated]
+    if estimated:
+        lines += [f"Judged by the simulator's estimate only (not launched): {', '.join(estimated)}.", ""]
+    if note := time_scale_note(ranking):
+        lines += [note, ""]
     lines += ["## Recommendation", "", ranking.reason, ""]
     if rec:
         lines += ["```bash", rec.serve_command, "```", ""]
@@ -128,7 +147,7 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         for entry in failed:
             r = entry.record
             why = "; ".join(r.skip_reasons) if r.status == "skipped" else (r.failure.klass if r.failure else "?")
-            lines.append(f"- {r.variant.name}: {r.status}: {why}")
+            lines.append(f"- {r.variant.name}: {status_text(entry)}: {why}")
             if r.failure and r.failure.excerpt:
                 lines += ["", "```", r.failure.excerpt.strip()[-1500:], "```", ""]
         lines.append("")

@@ -11,7 +11,15 @@ from html import escape
 from typing import Any
 
 from servetune.report.svg import Series, delta_bars, line_chart, pareto_chart
-from servetune.report.tables import changes_text, figure_columns, higher_is_better, short_value, status_text
+from servetune.report.tables import (
+    changes_text,
+    display_columns,
+    figure_columns,
+    higher_is_better,
+    short_value,
+    status_text,
+    time_scale_note,
+)
 from servetune.tune.experiment import Experiment
 from servetune.tune.rank import Entry, FigureKey, Ranking
 from servetune.tune.recommend import Recommendation
@@ -105,7 +113,7 @@ def pareto_section(ranking: Ranking) -> str:
 
 
 def table_section(ranking: Ranking) -> str:
-    cols = figure_columns(ranking, headline_only=True) or figure_columns(ranking)[:6]
+    cols = display_columns(ranking)
     head = "".join(f"<th>{escape(h)}</th>" for h in ["#", "variant", "changes", "status", *(".".join(c) for c in cols)])
     rows = []
     for e in ranking.entries:
@@ -145,7 +153,8 @@ def failures_section(ranking: Ranking) -> str:
     for e in ranking.entries:
         r = e.record
         if r.status == "skipped":
-            items.append(f"<li><b>{escape(r.variant.name)}</b> skipped: {escape('; '.join(r.skip_reasons))}</li>")
+            what = "estimate only" if r.estimated else "skipped"
+            items.append(f"<li><b>{escape(r.variant.name)}</b> {what}: {escape('; '.join(r.skip_reasons))}</li>")
         elif r.status == "failed" and r.failure:
             hint = f" ({escape(r.failure.hint)})" if r.failure.hint else ""
             items.append(
@@ -165,6 +174,8 @@ def render_html(exp: Experiment, ranking: Ranking, rec: Recommendation | None, e
         if estimated
         else ""
     )
+    if scale_note := time_scale_note(ranking):
+        est_note += f'<p class="note">{escape(scale_note)}</p>'
     finite = [e for e in ranking.entries if e.objective and not math.isfinite(e.objective.half_width)]
     single = (
         '<p class="note">Some variants have one repeat: no confidence interval, so they tie with any variant '

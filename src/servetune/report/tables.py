@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from servetune.tune.estimates import ESTIMATE_PROBE
 from servetune.tune.rank import Entry, FigureKey, Ranking
 
 HEADLINE: tuple[FigureKey, ...] = (
@@ -41,6 +42,32 @@ def figure_columns(ranking: Ranking, headline_only: bool = False) -> list[Figure
     return head + sorted(present - set(head))
 
 
+def display_columns(ranking: Ranking) -> list[FigureKey]:
+    """Columns of the tables meant for people: the headline figures (or the first few), then the simulator's
+    prediction of the objective (`estimate.<probe>.<figure>`) when the experiment used estimates."""
+    columns = [key for key in figure_columns(ranking) if key[0] != ESTIMATE_PROBE]
+    shown = [key for key in columns if key in HEADLINE] or columns[:6]
+    objective = ranking.objective
+    predicted = (ESTIMATE_PROBE, f"{objective.probe}.{objective.figure}")
+    present = any(predicted in entry.figures for entry in ranking.entries)
+    return shown + [predicted] if present else shown
+
+
+def time_scales(ranking: Ranking) -> list[float]:
+    """The sim-serve time scales runs were measured at (other than 1: real time)."""
+    return sorted({run.time_scale for e in ranking.entries for run in e.record.runs if run.time_scale != 1.0})
+
+
+def time_scale_note(ranking: Ranking) -> str:
+    scales = ", ".join(f"{s:g}" for s in time_scales(ranking))
+    if not scales:
+        return ""
+    return (
+        f"Runs against sim-serve at --time-scale {scales} are reported in simulated (real-GPU) time: "
+        "measured times × scale, rates ÷ scale."
+    )
+
+
 def _num(value: float | None, digits: int = 4) -> float | str:
     if value is None:
         return ""
@@ -53,6 +80,8 @@ def status_text(entry: Entry) -> str:
     record = entry.record
     if record.status == "failed" and record.failure:
         return f"failed ({record.failure.klass})"
+    if record.estimated:
+        return "estimate only"
     if record.status == "skipped":
         return "skipped"
     if record.status != "done":
@@ -87,6 +116,7 @@ def summary_rows(ranking: Ranking) -> list[dict[str, Any]]:
             "failure": (record.failure.excerpt.splitlines() or [""])[-1][:200] if record.failure else "",
             "skip_reasons": "; ".join(record.skip_reasons),
             "estimated_only": "yes" if record.estimated else "",
+            "time_scale": ",".join(sorted({f"{r.time_scale:g}" for r in record.runs if r.probe != ESTIMATE_PROBE})),
             "launch_s": _num(record.launch_s, 2),
             "repeats": max((run.repeat for run in record.runs), default=-1) + 1,
         }

@@ -5,22 +5,9 @@ from __future__ import annotations
 
 def gpu_memory() -> list[tuple[int, int]]:
     """(used, total) bytes per local GPU; empty without pynvml or without a GPU."""
-    try:
-        import pynvml  # type: ignore[import-not-found]
-    except ImportError:
-        return []
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - NVML has its own error types when no driver is present
-        return []
-    try:
-        out = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            info = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(i))
-            out.append((int(info.used), int(info.total)))
-        return out
-    finally:
-        pynvml.nvmlShutdown()
+    from servetune.hardware.nvml import read_devices
+
+    return [(d.used_bytes, d.total_bytes) for d in read_devices()]
 
 
 def host_memory() -> tuple[int, int]:

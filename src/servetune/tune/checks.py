@@ -20,6 +20,7 @@ def check_experiment(exp: Experiment) -> list[Issue]:
         *_flag_issues(exp),
         *_client_issues(exp),
         *_hardware_issues(exp),
+        *_estimate_issues(exp),
     ]
     return issues or list(_roofline_issues(exp))
 
@@ -178,4 +179,38 @@ def _client_issues(exp: Experiment) -> Iterator[Issue]:
             ("client", "sampling"),
             f"sampling preset `{exp.client.sampling}` is not defined",
             f"define it under sampling_presets (defined: {', '.join(exp.sampling_presets) or 'none'})",
+        )
+
+
+def _estimate_issues(exp: Experiment) -> Iterator[Issue]:
+    """`estimate:` needs an objective the simulator predicts, a GPU to simulate and a readable profile."""
+    spec = exp.estimate
+    if spec.mode == "off":
+        return
+    from pathlib import Path
+
+    from servetune.tune.estimates import ESTIMABLE, estimable
+
+    if not isinstance(exp.objective, str) or exp.objective in OBJECTIVES:
+        objective = exp.resolved_objective()
+        if not estimable(exp):
+            choices = "; ".join(f"{probe}: {', '.join(figs)}" for probe, figs in ESTIMABLE.items())
+            yield Issue(
+                ("estimate", "mode"),
+                f"the simulator cannot predict the objective {objective.probe}.{objective.figure}",
+                f"use mode: off, or an objective it predicts ({choices})",
+            )
+    if exp.hardware.gpu is None and not (exp.engine.engine == "sim" and exp.engine.flags.get("gpu")):
+        yield Issue(("estimate", "mode"), "estimates need the GPU to simulate", "set hardware.gpu (e.g. H200)")
+    if all(stage.search is not None for stage in exp.variants.as_stages()):
+        yield Issue(
+            ("estimate", "mode"),
+            "estimates judge matrix and grid variants; a search stage picks its own points",
+            "use mode: off, or a matrix or grid stage",
+        )
+    if spec.calibration is not None and not Path(spec.calibration).is_file():
+        yield Issue(
+            ("estimate", "calibration"),
+            f"calibration profile {spec.calibration} does not exist",
+            "give a profile JSON written by `servetune calibrate` (e.g. benchmarks/sim_fidelity/profile_*.json)",
         )

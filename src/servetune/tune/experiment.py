@@ -180,6 +180,26 @@ class Deploy(_Strict):
     container_name: str = "vllm"
 
 
+class EstimateSpec(_Strict):
+    """Judge variants with the simulator (`servetune estimate`) before launching any: `order` launches the
+    predicted best first, `prune` launches only the `keep` best (plus the stage's baseline) and records the
+    rest as judged by estimate only.  Applies to matrix and grid stages of vllm/sim variants on a known GPU."""
+
+    mode: Literal["off", "order", "prune"] = "off"
+    keep: int | None = Field(default=None, ge=1, description="prune: variants to launch besides the baseline.")
+    calibration: str | None = Field(
+        default=None, description="Profile JSON from `servetune calibrate` (default: the planner's coefficients)."
+    )
+
+    @model_validator(mode="after")
+    def _keep_for_prune(self) -> EstimateSpec:
+        if self.mode == "prune" and self.keep is None:
+            raise ValueError("mode prune needs keep: N (how many variants to launch besides the baseline)")
+        if self.mode != "prune" and self.keep is not None:
+            raise ValueError(f"keep only applies to mode prune (mode is {self.mode})")
+        return self
+
+
 SloValue = Annotated[float, Field(ge=0)]
 
 
@@ -201,6 +221,7 @@ class Experiment(_Strict):
     variants: Variants
     sampling_presets: dict[str, dict[str, Any]] = Field(default_factory=dict)
     deploy: Deploy = Field(default_factory=Deploy)
+    estimate: EstimateSpec = Field(default_factory=EstimateSpec)
     allow_unknown_flags: bool = Field(default=False, description="Pass flags servetune does not know untouched.")
 
     def resolved_objective(self) -> Objective:

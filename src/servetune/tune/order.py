@@ -3,7 +3,7 @@ launch changes.  The baseline's launch goes first (deltas need it, and a failing
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from servetune.tune.variants import Variant
 
@@ -25,3 +25,34 @@ def count_launches(variants: Sequence[Variant]) -> int:
             launches += 1
             previous = variant.launch_key()
     return launches
+
+
+def order_by_estimate(variants: Sequence[Variant], scores: Mapping[str, float | None], goal: str) -> list[Variant]:
+    """Launch groups best predicted first (`scores` by variant key; a group counts its best member); the
+    baseline's group still goes first, unjudged groups last; ties keep the declared order."""
+    sign = 1.0 if goal == "max" else -1.0
+    groups: dict[str, list[Variant]] = {}
+    for variant in order_variants(variants):
+        groups.setdefault(variant.launch_key(), []).append(variant)
+
+    def best(group: list[Variant]) -> float | None:
+        known = [sign * s for v in group if (s := scores.get(v.key())) is not None]
+        return max(known) if known else None
+
+    def key(group: list[Variant]) -> tuple[bool, bool, float]:
+        score = best(group)
+        return (not any(v.baseline for v in group), score is None, -(score or 0.0))
+
+    return [variant for group in sorted(groups.values(), key=key) for variant in group]
+
+
+def prune_by_estimate(
+    variants: Sequence[Variant], scores: Mapping[str, float | None], goal: str, keep: int
+) -> tuple[list[Variant], list[Variant]]:
+    """(to launch, judged by estimate only, best predicted first): the baseline, the `keep` best predicted
+    other variants, and every variant the simulator could not judge are launched; the rest are not."""
+    sign = 1.0 if goal == "max" else -1.0
+    judged = [v for v in variants if not v.baseline and scores.get(v.key()) is not None]
+    best = sorted(judged, key=lambda v: -sign * scores[v.key()])  # type: ignore[operator]
+    dropped = {v.key() for v in best[keep:]}
+    return [v for v in variants if v.key() not in dropped], best[keep:]

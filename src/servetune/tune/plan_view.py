@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from servetune.tune.experiment import Experiment
 from servetune.tune.order import count_launches, order_variants
-from servetune.tune.variants import base_config, grid_variants, matrix_variants
+from servetune.tune.variants import Variant, base_config, grid_variants, matrix_variants
 
 
 def variant_plan(exp: Experiment) -> list[str]:
@@ -23,15 +23,29 @@ def variant_plan(exp: Experiment) -> list[str]:
         else:
             assert stage.grid is not None
             variants = grid_variants(base, client, stage.grid, stage.name)
-        ordered = order_variants(variants)
+        ordered, pruned, notes = order_variants(variants), [], {}
+        if exp.estimate.mode != "off":
+            ordered, pruned, notes = _estimated(exp, ordered)
         lines.append(
             f"stage {stage.name}: {len(variants)} variants, {count_launches(ordered)} engine starts "
             f"(declared order: {count_launches(variants)})"
+            + (f", {len(pruned)} judged by estimate only" if pruned else "")
             + ("; its base is the previous stage's winner" if len(lines) > 1 else "")
         )
-        for variant in ordered:
+        for variant in [*ordered, *pruned]:
             change = ", ".join(f"{k}={v}" for k, v in variant.changes.items()) or "(baseline)"
-            lines.append(f"  {variant.name:28s} {variant.config.engine:9s} {change}")
+            mark = "estimate only: " if variant in pruned else ""
+            note = f"  [{mark}{notes[variant.key()]}]" if variant.key() in notes else ""
+            lines.append(f"  {variant.name:28s} {variant.config.engine:9s} {change}{note}")
     probes = ", ".join(exp.suite.probes.enabled())
     lines.append(f"suite: {probes} × {exp.suite.repeats} repeats")
     return lines
+
+
+def _estimated(exp: Experiment, variants: list[Variant]) -> tuple[list[Variant], list[Variant], dict[str, str]]:
+    """The run order and pruning the simulator's estimates give (what `servetune tune` will do)."""
+    from servetune.tune.estimates import judge, predictor
+
+    predict = predictor(exp)
+    verdict = judge(exp, variants, {v.key(): predict(v.config) for v in variants})
+    return verdict.launch, verdict.pruned, verdict.notes

@@ -34,6 +34,11 @@ class RunResult(BaseModel):
     repeat: int
     result: ProbeResult
     wall_s: float
+    time_scale: float = Field(
+        default=1.0,
+        description="sim-serve's --time-scale the run was measured at; `result` is already in simulated time "
+        "(times × scale, rates ÷ scale: see tune.timescale), so never convert it again.",
+    )
 
 
 class VariantRecord(BaseModel):

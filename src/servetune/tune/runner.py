@@ -19,13 +19,14 @@ from servetune.suite.client import metrics_scraper, warm_up
 from servetune.suite.probes import PROBE_FUNCTIONS
 from servetune.suite.result import ProbeResult
 from servetune.suite.target import Target
-from servetune.tune.experiment import ClientSpec, Experiment, Stage
+from servetune.tune.experiment import ClientSpec, EstimateSpec, Experiment, Stage
 from servetune.tune.models import resolve_model, resolve_tokenizer
 from servetune.tune.order import count_launches, order_variants
 from servetune.tune.progress import Emit, Progress, stopwatch
 from servetune.tune.rank import Ranking, rank
 from servetune.tune.result import Failure, RunResult, VariantRecord
 from servetune.tune.store import FINISHED, Store
+from servetune.tune.timescale import time_scale, to_simulated_time, wall_clock_slos
 from servetune.tune.variants import (
     Variant,
     apply_change,
@@ -61,8 +62,12 @@ class Outcome:
 
 
 def fingerprint(exp: Experiment) -> str:
-    """Identity of an experiment's content: a resumed run must be the same experiment."""
-    return hashlib.sha256(exp.model_dump_json().encode()).hexdigest()[:16]
+    """Identity of an experiment's content: a resumed run must be the same experiment.  Settings left at
+    their defaults that came after a folder could have been written (`estimate`) are left out, so such
+    folders still resume."""
+    default_estimate = exp.estimate == EstimateSpec()
+    blob = exp.model_dump_json(exclude={"estimate"} if default_estimate else None)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -82,6 +87,7 @@ class Runner:
     store: Store = field(init=False)
     progress: Progress = field(init=False)
     launches: int = 0
+    _predict: Callable[[EngineConfig], Any] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -124,20 +130,68 @@ class Runner:
             else:
                 assert stage.grid is not None
                 variants = grid_variants(base, client, stage.grid, stage.name)
-            self.run_variants(order_variants(variants) if self.reorder else variants)
+            ordered = order_variants(variants) if self.reorder else variants
+            if self.exp.estimate.mode == "off":
+                self.run_variants(ordered)
+            else:
+                self.run_variants(*self._judge(ordered))
         stage_records = [r for r in self.store.records() if r.variant.stage == stage.name]
         winner = rank(self.exp, stage_records).winner
         return winner.record.variant if winner else None
 
-    def run_variants(self, variants: list[Variant]) -> None:
+    def run_variants(
+        self,
+        variants: list[Variant],
+        pruned: list[Variant] | None = None,
+        estimates: dict[str, RunResult] | None = None,
+    ) -> None:
+        """Registers the variants (`pruned` ones as judged by estimate only, with their predicted figures),
+        then launches what is not finished yet."""
+        everything = [*variants, *(pruned or [])]
         start = self.store.next_position()
-        for offset, variant in enumerate(variants):
+        for offset, variant in enumerate(everything):
             self.store.add_variant(variant, start + offset)
+        for run in (estimates or {}).values():
+            self.store.add_run(run)
+        for variant in pruned or []:
+            if self.store.status(variant.key()) not in FINISHED:
+                reasons = [f"not launched: {estimates[variant.key()].result.notes[0]}"] if estimates else []
+                self.store.set_status(variant.key(), "skipped", skip_reasons=reasons, estimated=True)
         todo = [v for v in variants if self.store.status(v.key()) not in FINISHED]
         probes = self.exp.suite.probes.enabled()
-        self.progress.plan(probes, self.exp.suite.repeats * len(todo), count_launches(todo), len(variants))
-        self.progress.variants_done += len(variants) - len(todo)
+        self.progress.plan(probes, self.exp.suite.repeats * len(todo), count_launches(todo), len(everything))
+        self.progress.variants_done += len(everything) - len(todo)
         self._run_in_launch_groups(todo)
+
+    def _judge(self, variants: list[Variant]) -> tuple[list[Variant], list[Variant], dict[str, RunResult]]:
+        """The simulator's verdict before any launch: (to launch best-first, judged by estimate only, the
+        predictions as `estimate` runs by variant key)."""
+        from servetune.tune.estimates import ESTIMATE_PROBE, judge, predictor
+
+        if self._predict is None:
+            self._predict = predictor(self.exp)
+        watch = stopwatch()
+        self.emit(f"estimate: the simulator judges {len(variants)} variants before launching any")
+        predictions = {variant.key(): self._predict(variant.config) for variant in variants}
+        verdict = judge(self.exp, variants, predictions)
+        runs = {}
+        for variant in variants:
+            note = verdict.notes[variant.key()]
+            if predictions[variant.key()].objective is None:
+                self.emit(f"estimate {variant.name}: {note}")
+            runs[variant.key()] = RunResult(
+                variant_key=variant.key(),
+                probe=ESTIMATE_PROBE,
+                repeat=0,
+                result=predictions[variant.key()].as_result(note),
+                wall_s=0.0,
+            )
+        self.emit(
+            f"estimate: judged {verdict.judged} of {len(variants)} variants in {watch():.1f} s; "
+            f"launching {len(verdict.launch)}"
+            + (f", {len(verdict.pruned)} judged by estimate only" if verdict.pruned else "")
+        )
+        return verdict.launch, verdict.pruned, runs
 
     def _run_in_launch_groups(self, todo: list[Variant]) -> None:
         index = 0
@@ -224,8 +278,16 @@ class Runner:
                 self.progress.say(variant.name, f"{probe} {repeat + 1}/{self.exp.suite.repeats}")
                 run_clock = stopwatch()
                 result = asyncio.run(self._measure(probe, params, _with_seed(target, variant, repeat)))
+                scale = time_scale(variant.config)
                 self.store.add_run(
-                    RunResult(variant_key=variant.key(), probe=probe, repeat=repeat, result=result, wall_s=run_clock())
+                    RunResult(
+                        variant_key=variant.key(),
+                        probe=probe,
+                        repeat=repeat,
+                        result=to_simulated_time(result, scale),
+                        wall_s=run_clock(),
+                        time_scale=scale,
+                    )
                 )
                 self.progress.ran(probe, run_clock())
                 if not engine.alive():
@@ -264,7 +326,7 @@ class Runner:
             sampling=sampling,
             max_model_len=max_len,
             tokenizer=resolve_tokenizer(client.tokenizer),
-            slos=dict(self.exp.slos),
+            slos=wall_clock_slos(dict(self.exp.slos), time_scale(variant.config)),
             gpu_count=self.exp.hardware.count if self.exp.hardware.gpu else 0,
             engine=variant.config.engine,
             facts=facts,

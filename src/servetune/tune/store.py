@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS variants (
   facts TEXT, estimated INTEGER NOT NULL DEFAULT 0, updated REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
   variant_key TEXT NOT NULL, probe TEXT NOT NULL, repeat INTEGER NOT NULL, result TEXT NOT NULL,
-  wall_s REAL NOT NULL, finished REAL NOT NULL, PRIMARY KEY (variant_key, probe, repeat));
+  wall_s REAL NOT NULL, finished REAL NOT NULL, time_scale REAL NOT NULL DEFAULT 1,
+  PRIMARY KEY (variant_key, probe, repeat));
 """
 
 FINISHED: tuple[VariantStatus, ...] = ("done", "failed", "skipped")
@@ -36,6 +37,9 @@ class Store:
         self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        if "time_scale" not in columns:  # a folder from before runs recorded the simulator's time scale
+            self._db.execute("ALTER TABLE runs ADD COLUMN time_scale REAL NOT NULL DEFAULT 1")
 
     def close(self) -> None:
         self._db.close()
@@ -108,8 +112,10 @@ class Store:
     # runs ---------------------------------------------------------------------------------------
     def add_run(self, run: RunResult) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-            (run.variant_key, run.probe, run.repeat, run.result.model_dump_json(), run.wall_s, time.time()),
+            "INSERT OR REPLACE INTO runs (variant_key, probe, repeat, result, wall_s, finished, time_scale)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run.variant_key, run.probe, run.repeat, run.result.model_dump_json(), run.wall_s, time.time(),
+             run.time_scale),
         )
 
     def finished_runs(self, key: str) -> set[tuple[str, int]]:
@@ -120,11 +126,14 @@ class Store:
         from servetune.suite.result import ProbeResult
 
         rows = self._db.execute(
-            "SELECT probe, repeat, result, wall_s FROM runs WHERE variant_key = ? ORDER BY finished", (key,)
+            "SELECT probe, repeat, result, wall_s, time_scale FROM runs WHERE variant_key = ? ORDER BY finished",
+            (key,),
         )
         return [
-            RunResult(variant_key=key, probe=p, repeat=r, result=ProbeResult.model_validate_json(res), wall_s=w)
-            for p, r, res, w in rows
+            RunResult(
+                variant_key=key, probe=p, repeat=r, result=ProbeResult.model_validate_json(res), wall_s=w, time_scale=ts
+            )
+            for p, r, res, w, ts in rows
         ]
 
     # read back ----------------------------------------------------------------------------------

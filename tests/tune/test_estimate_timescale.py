@@ -1,0 +1,145 @@
+"""The simulator judges variants before launch (order, prune), and results measured against a time-scaled
+simulator are converted once into simulated time."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+import yaml
+
+from servetune.engines.config import EngineConfig
+from servetune.errors import ServetuneError
+from servetune.suite.result import ProbeResult
+from servetune.tune.estimates import ESTIMATE_PROBE, predictor
+from servetune.tune.experiment import Change, ClientSpec, Matrix
+from servetune.tune.loader import parse_experiment
+from servetune.tune.order import order_by_estimate, prune_by_estimate
+from servetune.tune.result import RunResult
+from servetune.tune.store import Store
+from servetune.tune.timescale import time_scale, to_simulated_time, wall_clock_slos
+from servetune.tune.variants import Variant, matrix_variants
+
+ROOT = Path(__file__).resolve().parents[2]
+SIM_EXAMPLE = ROOT / "examples" / "tune" / "qwen36-27b-2xa100-sim.yaml"
+
+
+def _variants() -> list[Variant]:
+    base = EngineConfig(engine="sim", model="m", flags={"max-num-seqs": 2})
+    changes = {name: Change(flags={"max-num-seqs": seqs}) for name, seqs in (("s1", 1), ("s3", 3), ("s4", 4))}
+    return matrix_variants(base, ClientSpec(), Matrix(baseline="A0", changes=changes))
+
+
+def test_order_and_prune_by_predicted_objective() -> None:
+    a0, s1, s3, s4 = _variants()
+    scores = {a0.key(): 10.0, s1.key(): 5.0, s3.key(): 30.0, s4.key(): None}
+    ordered = order_by_estimate([a0, s1, s3, s4], scores, "max")
+    assert [v.name for v in ordered] == ["A0", "s3", "s1", "s4"], "baseline first, best next, unjudged last"
+    assert [v.name for v in order_by_estimate([a0, s1, s3, s4], scores, "min")] == ["A0", "s1", "s3", "s4"]
+    launch, pruned = prune_by_estimate([a0, s1, s3, s4], scores, "max", keep=1)
+    assert [v.name for v in launch] == ["A0", "s3", "s4"], "the baseline and unjudged variants always launch"
+    assert [v.name for v in pruned] == ["s1"]
+
+
+def _sim_experiment(**estimate: object) -> str:
+    data = yaml.safe_load(SIM_EXAMPLE.read_text())
+    data["estimate"] = estimate
+    return yaml.safe_dump(data, allow_unicode=True)
+
+
+def test_the_simulator_predicts_the_objective_of_each_variant() -> None:
+    exp = parse_experiment(_sim_experiment(mode="order"))
+    predict = predictor(exp)
+    base = EngineConfig(engine="sim", model=exp.engine.model, flags=exp.engine.flags, version=exp.engine.version)
+    mtp = predict(base)
+    no_mtp = predict(base.with_flags(**{"speculative-config": None}))
+    assert mtp.objective is not None and no_mtp.objective is not None
+    assert mtp.objective > 1.3 * no_mtp.objective, "MTP x2 at 75% acceptance decodes faster"
+    assert set(mtp.figures) >= {"decode_speed.output_tok_s", "decode_speed.tpot_ms"}
+    result = mtp.as_result("note")
+    assert result.probe == ESTIMATE_PROBE and result.ok
+    unknown = predict(EngineConfig(engine="vllm", model="/no/such/model", flags={}))
+    assert unknown.objective is None and unknown.reason
+    assert predict(EngineConfig(engine="llamacpp", model="x.gguf")).objective is None
+
+
+@pytest.mark.parametrize(
+    ("estimate", "objective", "says"),
+    [
+        ({"mode": "prune"}, None, "needs keep"),
+        ({"mode": "order", "keep": 2}, None, "keep only applies"),
+        ({"mode": "order"}, {"probe": "prefix_reuse", "figure": "ttft_drop_pct"}, "cannot predict"),
+        ({"mode": "order", "calibration": "/no/such/profile.json"}, None, "does not exist"),
+        ({"mode": "sometimes"}, None, "estimate.mode"),
+    ],
+)
+def test_bad_estimate_settings_are_rejected(estimate: dict, objective: dict | None, says: str) -> None:
+    data = yaml.safe_load(_sim_experiment(**estimate))
+    if objective:
+        data["objective"] = objective
+    with pytest.raises(ServetuneError) as info:
+        parse_experiment(yaml.safe_dump(data, allow_unicode=True), "exp.yaml")
+    assert says in str(info.value) and "exp.yaml:" in str(info.value)
+
+
+def test_time_scaled_results_are_converted_to_simulated_time() -> None:
+    sim = EngineConfig(engine="sim", model="m", flags={"time-scale": 20})
+    assert time_scale(sim) == 20.0
+    assert time_scale(EngineConfig(engine="vllm", model="m", flags={"time-scale": 20})) == 1.0
+    assert time_scale(EngineConfig(engine="sim", model="m")) == 1.0
+    measured = ProbeResult(
+        probe="load_curve",
+        figures={"ttft_ms": 5.0, "ttft_s": 0.01, "output_tok_s": 2000.0, "goodput_rps": 40.0,
+                 "hit_rate_pct": 80.0, "saturation_concurrency": 8.0, "passed": 1.0, "tpot_ms": None},
+        points=[{"concurrency": 4.0, "request_rps": 20.0, "ttft_p99_ms": 10.0, "error_rate": 0.0}],
+    )
+    out = to_simulated_time(measured, 20.0)
+    assert out.figures == {"ttft_ms": 100.0, "ttft_s": 0.2, "output_tok_s": 100.0, "goodput_rps": 2.0,
+                           "hit_rate_pct": 80.0, "saturation_concurrency": 8.0, "passed": 1.0, "tpot_ms": None}
+    assert out.points == [{"concurrency": 4.0, "request_rps": 1.0, "ttft_p99_ms": 200.0, "error_rate": 0.0}]
+    assert any("time-scale 20" in note for note in out.notes)
+    assert to_simulated_time(measured, 1.0) is measured
+    assert wall_clock_slos({"ttft_p99_ms": 2000.0, "error_rate": 0.0, "memory_headroom_pct": 5.0}, 20.0) == {
+        "ttft_p99_ms": 100.0, "error_rate": 0.0, "memory_headroom_pct": 5.0}
+
+
+def test_the_store_keeps_the_time_scale_and_reads_old_folders(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as db:  # a store written before runs recorded the time scale
+        db.execute("CREATE TABLE runs (variant_key TEXT NOT NULL, probe TEXT NOT NULL, repeat INTEGER NOT NULL,"
+                   " result TEXT NOT NULL, wall_s REAL NOT NULL, finished REAL NOT NULL,"
+                   " PRIMARY KEY (variant_key, probe, repeat))")
+        db.execute("INSERT INTO runs VALUES ('k', 'decode_speed', 0, ?, 1.0, 0)",
+                   (ProbeResult(probe="decode_speed").model_dump_json(),))
+    store = Store(old)
+    store.add_run(RunResult(variant_key="k", probe="decode_speed", repeat=1, wall_s=1.0, time_scale=20.0,
+                            result=ProbeResult(probe="decode_speed", figures={"output_tok_s": 50.0})))
+    runs = {r.repeat: r for r in store.runs("k")}
+    store.close()
+    assert runs[0].time_scale == 1.0 and runs[1].time_scale == 20.0
+    assert math.isclose(runs[1].result.figures["output_tok_s"], 50.0), "stored as given: never converted twice"
+
+
+def test_check_shows_the_estimated_order_and_what_prune_leaves_out() -> None:
+    from servetune.tune.plan_view import variant_plan
+
+    data = yaml.safe_load(_sim_experiment(mode="prune", keep=1))
+    changes = data["variants"]["matrix"]["changes"]
+    data["variants"]["matrix"]["changes"] = {k: changes[k] for k in ("R2-A2-no-mtp", "R2-A4-mtp4", "R2-B3-seqs-1")}
+    lines = variant_plan(parse_experiment(yaml.safe_dump(data, allow_unicode=True)))
+    rows = [line.split()[0] for line in lines if line.startswith("  ")]
+    assert rows == ["R2-A0", "R2-A4-mtp4", "R2-B3-seqs-1", "R2-A2-no-mtp"], lines
+    assert "2 judged by estimate only" in lines[1]
+    assert "estimate only: predicted decode_speed.output_tok_s" in lines[-2] + lines[-3]
+
+
+def test_old_folders_resume_when_estimates_are_off() -> None:
+    from servetune.tune.runner import fingerprint
+
+    exp = parse_experiment(SIM_EXAMPLE.read_text())
+    off = exp.model_copy(update={"estimate": type(exp.estimate)()})
+    assert fingerprint(off) == __import__("hashlib").sha256(
+        off.model_dump_json(exclude={"estimate"}).encode()).hexdigest()[:16]
+    assert fingerprint(exp) != fingerprint(off), "the example orders by estimate: another experiment"
