@@ -303,27 +303,35 @@ def accuracy(work: Path, ceiling_result: dict, quick: bool) -> dict:
 NOTES = """
 ## Reading these numbers (honestly)
 
-- **The machine was shared**: four other engineers' jobs ran on the same 2 CPUs during the run (load average
-  ≈5 at start and end, in `results.json`). Pinning keeps each client on CPU 1, but not alone there; CPU time
-  per token is the fairest figure under such contention, and every tool ran under the same conditions,
-  one after another, in one script run. Absolute µs are inflated; the ratios are the result.
-- **Cost**: servetune spends about the same CPU per streamed token as Locust (a tie within noise) and
-  2.4× less than EvalScope, 2.7× less than vLLM's `bench serve`, 5.4× less than AIPerf and ~13× less than
-  GuideLLM — but the issue's goal (≤ half of the best peer) is **not met**. What is left per token is mostly
-  the kernel and the event loop (one epoll wake-up and one `recv` per streamed chunk, since every token is
-  its own TCP segment): a bare aiohttp loop that only stamps chunks costs as much. Halving it needs fewer
-  wake-ups per token (batched reads with kernel receive timestamps, `SO_TIMESTAMPNS`), not faster parsing.
-- GuideLLM, EvalScope and vLLM's client could not keep 200 streams going on one core (steady tok/s far below
-  the ≈19k offered); their cost is per token they managed to stream.
-- **Ceiling**: neither process reached 100 % of its CPU (see the CPU columns), yet TTFT inflated at 256 and 1024
-  streams: with the other jobs on the same CPUs, the pinned server and client waited in the run queue. On this
-  machine the pair (Python mock server + servetune) holds the injected latencies up to ≈10.6k tok/s at
-  concurrency 64; at 256 streams (≈16k tok/s offered) TTFT already rose by 14 ms. The mock server is the
-  other half of every point: it is a Python process too.
-- **Accuracy**: ITL median error is ≤ 0.02 ms at concurrency 8 and 50 (and 0.25 ms on the 8 requests at
-  concurrency 1); TTFT median error is +0.33 ms at concurrency 8 (goal met) but +0.60 ms at concurrency 1 and
-  +0.88 ms at 50 (goal not met). TTFT includes the server's own wake-up on the request and the client's on
-  the first chunk, on a loaded machine; the errors are always positive (late), never a clock artefact.
+- **The machine was shared**: other engineers' jobs ran on the same 2 CPUs during the run (load average
+  2–5, recorded in `results.json`). Pinning keeps each client on CPU 1, but not alone there. CPU time per
+  token is the fairest figure under such contention, and every tool ran under the same conditions, one
+  after another, in one script run; absolute µs are inflated, the ratios are the result. Ratios move between
+  runs: an earlier full run of the same script (`results-run1.json`, 12:12 UTC) measured servetune 26.5,
+  Locust 25.9, bare aiohttp 29.4, EvalScope 62.6, vLLM 73.0, AIPerf 143, GuideLLM 338 µs/token — there
+  servetune and Locust tied. Two runs: servetune is 0.64–1.03× Locust, 2.4–3.2× cheaper than EvalScope and
+  vLLM's client, 5–7× cheaper than AIPerf, 8–13× cheaper than GuideLLM.
+- **Cost goal (≤ half of the best peer): not met.** What is left per token is mostly the kernel and the
+  event loop: one epoll wake-up and one `recv` per streamed chunk (every token is its own TCP segment). An
+  instrumented run put servetune's own Python (`data_received` + SSE scan, ≈4–5 µs of CPU per token in a
+  micro-benchmark) at about a fifth of its total; a bare aiohttp loop that only stamps chunks costs as much
+  or more. Halving the total needs fewer wake-ups per token (batched reads with kernel receive timestamps,
+  `SO_TIMESTAMPNS`), not faster parsing — not attempted yet.
+- vLLM's client, GuideLLM and AIPerf did not keep 200 streams going on one core in this run (steady tok/s far
+  below the ≈19k offered); their cost is per token they managed to stream.
+- **Ceiling**: the pair (Python mock server on CPU 0 + servetune on CPU 1, both shared with other jobs) keeps
+  the injected latencies up to ≈10.8k tok/s (84 req/s) at concurrency 64. At 256 and 1024 streams TTFT is
+  inflated at every point (+14…+114 ms) although neither process is at 100 % of its CPU: they wait in the
+  run queue behind the other jobs. Throughput itself keeps rising (up to ≈45k tok/s at 256 streams, ≈39k
+  at 1024) — those are the highest streamed rates reached, but with inflated latencies. A multi-process
+  client would not help here: there is one client CPU. These are the numbers of this shared 2-core VM,
+  not of servetune alone; the mock server is a Python process too.
+- **Accuracy (goal ≤ 0.5 ms median)**: ITL median error is ≤ 0.06 ms at concurrency 8 and 50 (met) and
+  0.27 ms (abs 0.42) at concurrency 1 (met). TTFT median error is +0.40 ms at concurrency 1 (met) but
+  +1.14 ms at 8 and +1.23 ms at 50 in this run (+0.33 / +0.88 in the earlier run): not met. TTFT includes
+  the server's own wake-up on the request and the client's on the first chunk, on a loaded machine; the
+  error is always late, never early (no clock artefact), and ITL — the same client path without the request
+  leg — stays within 0.06 ms, so most of the TTFT excess is the request's trip into the server.
 """
 
 

@@ -24,3 +24,18 @@ async def test_completions_and_chat_against_llama_server(llama_server, tiny_mode
     assert chat.summary.completed == 2 and chat.summary.ttfc_ms.count == 2
     snapshot = await ascrape(url)  # llama-server runs with --metrics in the shared fixture
     assert snapshot.samples
+
+
+async def test_completions_and_chat_against_vllm(vllm_server, tiny_model) -> None:  # noqa: ANN001
+    """vLLM's own SSE: a role chunk first in chat, usage in a last chunk with no choices, [DONE]."""
+    url, model = vllm_server.base_url, vllm_server.model_name
+    workload = Workload.synthetic(32, 12)
+    for endpoint in ("completions", "chat"):
+        result = await run_load(url, model, workload, LoadShape.closed(2, requests=4), endpoint=endpoint, tokenizer=str(tiny_model.tokenizer_json))  # type: ignore[arg-type]
+        s = result.summary
+        assert s.completed == 4 and s.failed == 0, [(r.error_class, r.error) for r in result.records]
+        assert s.output_tokens == 48 and s.validity.short_requests == 0, s.validity.warnings
+        assert all(r.output_tokens_source == "usage" and r.finish_reason == "length" for r in result.records)
+        assert all(len(r.chunk_ns) >= 1 and r.prompt_tokens for r in result.records)
+    before = await ascrape(url)
+    assert before.get("generation_tokens") is not None and before.get("kv_cache_usage") is not None
