@@ -61,3 +61,23 @@ def test_error_event_and_invalid_utf8() -> None:
     state.on_body(b'data: {"error": {"message": "boom", "code": 500}}\n\n', 2)
     assert state.invalid and "boom" in (state.error or "")
     assert len(state.chunk_ns) == 2
+
+
+def test_empty_text_tokens_are_arrivals_but_role_and_closing_chunks_are_not() -> None:
+    """vLLM streams a token whose text decodes to "" as a chunk with empty text (seen on the H200 with random
+    weights: a quarter of the requests had no non-empty chunk at all). Each is a token arrival."""
+    events = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+        {"choices": [{"index": 0, "text": "", "finish_reason": None}]},
+        {"choices": [{"index": 0, "text": " a", "finish_reason": None}]},
+        {"choices": [{"index": 0, "text": "", "finish_reason": None}]},
+        {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]},
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 3}},
+    ]
+    state = StreamState(stream=True, keep_outputs=False)
+    state.on_head(200, {"content-type": "text/event-stream"})
+    for t, event in enumerate(events):
+        data = b"data: " + json.dumps(event).encode() + b"\n\n"
+        state.on_body(data, now_ns=1000 * (t + 1))
+    assert state.chunk_ns == [2000, 3000, 4000]
+    assert parse_final(state)["finish_reason"] == "length"

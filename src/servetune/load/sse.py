@@ -16,6 +16,13 @@ import re
 # chunk. Inside JSON strings quotes are escaped, so these keys cannot be matched inside generated text.
 _OUTPUT = re.compile(rb'"(text|content|reasoning_content|reasoning)"\s*:\s*"[^"]')
 _CONTENT_KEY = re.compile(rb'"(text|content)"\s*:\s*"[^"]')
+# An empty `text`/`content` string in a chunk that is not a role announcement: the engine streamed a token
+# whose text is empty (vLLM does this for ids its detokenizer maps to "", e.g. random weights or held-back
+# partial UTF-8). It is still a token arrival, as vLLM's own `bench serve` counts it. Role announcements
+# and closing chunks are not.
+_EMPTY_TOKEN = re.compile(rb'"(text|content)"\s*:\s*""')
+# A set finish reason: an empty chunk carrying one is a closing chunk (llama.cpp, OpenAI), not a token.
+_FINISHED = re.compile(rb'"finish_reason"\s*:\s*"')
 
 
 class StreamState:
@@ -169,6 +176,9 @@ class StreamState:
                 self.first_content_ns = now_ns
             if self.keep_outputs:
                 self.outputs.append(payload)
+        elif b'"role"' not in payload and _EMPTY_TOKEN.search(payload) and not _FINISHED.search(payload):
+            self.chunk_ns.append(now_ns)  # a token with empty text: it arrived, its text adds nothing
+            self.others.append(payload)  # may carry the finish reason
         else:
             self.others.append(payload)  # role-only, finish-only and usage chunks: read once at the end
 
