@@ -15,7 +15,8 @@ from servetune.load.workload import Dist, RequestClass, Workload
 from servetune.mock.config import MockConfig
 from servetune.mock.server import running
 
-QWEN = Path("/work/shared/models/qwen3-32b/tokenizer.json")
+QWEN = Path(__file__).resolve().parents[3] / "shared" / "models" / "qwen3-32b" / "tokenizer.json"
+"""The locally trained tokenizer in the shared/ folder beside the repository (there in CI too)."""
 
 
 def _tokenizers(tiny_model) -> list[str]:  # noqa: ANN001

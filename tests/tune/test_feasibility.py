@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from servetune.model.bundled import bundled_model
 from servetune.tune.loader import load_experiment
 from servetune.tune.runner import default_feasibility
 from servetune.tune.variants import base_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tune" / "qwen36-27b-2xa100-r2.yaml"
-QWEN = Path(__file__).resolve().parents[3] / "shared" / "models" / "qwen3.6-27b"
-"""The project's shared/ folder lies beside the repository (in CI too)."""
+QWEN = bundled_model("qwen3.6-27b")
+"""Qwen3.6-27B's public config.json as shipped inside servetune (shapes only, no weights)."""
 
 
 def test_planner_skips_what_does_not_fit_and_says_how_to_fix_it() -> None:

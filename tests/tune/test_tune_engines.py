@@ -84,8 +84,13 @@ def test_sigkill_of_the_engine_fails_that_variant_and_the_next_runs(tmp_path: Pa
 
 
 def _runs(db: Path) -> dict[tuple[str, str, int], float]:
+    """The finished runs in the store; none while servetune is still creating it."""
     with sqlite3.connect(db) as con:
-        return {(k, p, r): f for k, p, r, f in con.execute("SELECT variant_key, probe, repeat, finished FROM runs")}
+        try:
+            rows = con.execute("SELECT variant_key, probe, repeat, finished FROM runs").fetchall()
+        except sqlite3.OperationalError:  # the file exists, its tables not yet
+            return {}
+        return {(k, p, r): f for k, p, r, f in rows}
 
 
 def test_interrupted_run_resumes_without_losing_or_repeating_runs(tmp_path: Path) -> None:
