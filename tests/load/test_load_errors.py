@@ -102,3 +102,12 @@ def test_fault_parse() -> None:
     assert Fault.parse("status:status=429:every=10") == Fault(kind="status", status=429, every=10)
     with pytest.raises(ServetuneError):
         Fault.parse("explode")
+
+
+async def test_a_server_that_closes_kept_alive_connections_loses_no_request() -> None:
+    """llama.cpp's server (xllamacpp) closes the connection after every streamed answer while advertising
+    keep-alive: a request sent on such a connection gets no byte back and is sent again on a new one."""
+    config = MockConfig(ttft_ms=2, itl_ms=0.2, faults=(Fault(kind="close_after"),))
+    async with running(config) as url:  # 16 streams: several dead connections wait in the pool at once
+        result = await run_load(url, "mock", Workload.synthetic(16, 8), LoadShape.closed(16, requests=160))
+    assert result.summary.completed == 160 and result.summary.failed == 0

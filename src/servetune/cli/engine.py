@@ -56,13 +56,14 @@ def _config(engine: str, model: str | None, served: str | None, tiny: bool, extr
 
 def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):  # noqa: ANN001, ANN202
     from rich.console import Console
+    from rich.markup import escape
 
     from servetune.engines.launch import launch
 
     console = Console(stderr=True)
     console.print(f"[bold]launching[/] {cfg.engine} {cfg.model} (logs in {log_dir})")
     return launch(cfg, log_dir=log_dir, startup_timeout_s=timeout, host=host, port=port,
-                  on_progress=lambda msg: console.print(f"  [dim]{msg[:160]}[/]", highlight=False))
+                  on_progress=lambda msg: console.print(f"  [dim]{escape(msg)}[/]", highlight=False))
 
 
 def _print_report(report) -> None:  # noqa: ANN001

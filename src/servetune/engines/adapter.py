@@ -42,12 +42,17 @@ class EngineAdapter(ABC):
         """Failure classes this engine's log can show, most specific first."""
 
     def progress(self, line: str) -> str | None:
-        """A short progress message for a log line, or None when the line is not worth showing."""
+        """A short progress message for a log line (one screen line at most), or None when the line is not
+        worth showing: some milestone lines (vLLM's engine config) run to thousands of characters."""
         for pat in self.progress_patterns:
             if pat.search(line):
-                return strip_log_prefix(line)
+                msg = strip_log_prefix(line)
+                return msg if len(msg) <= PROGRESS_WIDTH else msg[: PROGRESS_WIDTH - 1] + "…"
         return None
 
+
+PROGRESS_WIDTH = 160
+"""The longest progress message a launch reports."""
 
 _PREFIX = re.compile(
     r"^\d+\.\d+\.\d+\.\d+ [IWE] "

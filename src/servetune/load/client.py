@@ -101,7 +101,7 @@ class Client:
         record.output_tokens_requested = turn.max_tokens
         for attempt in (0, 1):
             try:
-                conn = await self.pool.acquire()
+                conn = await self.pool.acquire(fresh=attempt > 0)
             except asyncio.TimeoutError:
                 return self._failed(record, ErrorClass.CONNECT_TIMEOUT, f"connect timed out after {self.pool.connect_timeout_s} s")
             except OSError as err:

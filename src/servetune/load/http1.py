@@ -233,8 +233,10 @@ class Pool:
         self._idle: list[_Conn] = []
         self.all: set[_Conn] = set()
 
-    async def acquire(self) -> _Conn:
-        while self._idle:
+    async def acquire(self, *, fresh: bool = False) -> _Conn:
+        """A kept-alive idle connection, or a new one (always new with `fresh`: a retry must not meet another
+        connection the server has already given up on)."""
+        while self._idle and not fresh:
             conn = self._idle.pop()
             if not conn.closed:
                 return conn

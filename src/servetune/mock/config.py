@@ -19,6 +19,7 @@ FaultKind = Literal[
     "early_eos",  # stop after `after` tokens with finish_reason "stop", whatever max_tokens asked
     "drop_usage",  # never send `usage`, even when stream_options.include_usage asks for it
     "status",  # answer with HTTP `status` (429, 500, 503...) and an OpenAI-style error body
+    "close_after",  # answer fully, then close the kept-alive connection without saying so (llama.cpp's server)
 ]
 
 FAULT_KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]

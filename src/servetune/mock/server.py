@@ -206,6 +206,8 @@ class _Stream:
             conn.transport.write(_frame(f'{head},"choices":[],"usage":{json.dumps(usage)}}}'.encode()))
         conn.transport.write(_DONE)
         conn.finish_response(self.finish)
+        if self.fault is not None and self.fault.kind == "close_after":
+            conn.close_soon()
 
 
 class _Connection(asyncio.Protocol):
@@ -237,7 +239,15 @@ class _Connection(asyncio.Protocol):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.transport.abort()
 
+    def close_soon(self) -> None:
+        """Takes no more requests and closes a moment later: a client that reuses the connection meanwhile
+        has its request swallowed, as with llama.cpp's server."""
+        self.closed = True
+        self.server.loop.call_later(0.02, self.transport.close)
+
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
         if not self.buf:
             self.t_in = self.server.loop.time()  # the request's arrival: TTFT counts from its first bytes
         self.buf += data
