@@ -19,7 +19,7 @@ from servetune.suite.client import metrics_scraper, warm_up
 from servetune.suite.probes import PROBE_FUNCTIONS
 from servetune.suite.result import ProbeResult
 from servetune.suite.target import Target
-from servetune.tune.experiment import ClientSpec, EstimateSpec, Experiment, Stage
+from servetune.tune.experiment import ClientSpec, Experiment, Stage
 from servetune.tune.models import resolve_model, resolve_tokenizer
 from servetune.tune.order import count_launches, order_variants
 from servetune.tune.progress import Emit, Progress, stopwatch
@@ -62,12 +62,8 @@ class Outcome:
 
 
 def fingerprint(exp: Experiment) -> str:
-    """Identity of an experiment's content: a resumed run must be the same experiment.  Settings left at
-    their defaults that came after a folder could have been written (`estimate`) are left out, so such
-    folders still resume."""
-    default_estimate = exp.estimate == EstimateSpec()
-    blob = exp.model_dump_json(exclude={"estimate"} if default_estimate else None)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    """Identity of an experiment's content: a resumed run must be the same experiment."""
+    return hashlib.sha256(exp.model_dump_json().encode()).hexdigest()[:16]
 
 
 @dataclass
