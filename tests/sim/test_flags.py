@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from servetune.errors import ServetuneError
-from servetune.sim.flags import parse_length, parse_sim_args
+from servetune.plan.inputs import human_readable_int
+from servetune.sim.flags import parse_sim_args
 
 
 def test_vllm_flags_and_sim_flags() -> None:
@@ -20,9 +21,9 @@ def test_vllm_flags_and_sim_flags() -> None:
 
 
 def test_lengths_and_errors() -> None:
-    assert parse_length("128k") == 128000 and parse_length("32768") == 32768
+    assert human_readable_int("128k") == 128000 and human_readable_int("32768") == 32768
     with pytest.raises(ServetuneError):
-        parse_length("lots")
+        human_readable_int("lots")
     with pytest.raises(ServetuneError):
         parse_sim_args(["/m", "--speculative-config", "{not json"])
     with pytest.raises(ServetuneError):

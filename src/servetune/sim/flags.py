@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.errors import ServetuneError
+from servetune.plan.inputs import human_readable_int
 
 
 class SimServeArgs(BaseModel):
@@ -60,17 +60,6 @@ _LEDGER_FLAGS = {"kv-cache-memory-bytes": int, "num-gpu-blocks-override": int, "
 
 SIM_ONLY_FLAGS = ("gpu", "time-scale", "calibration", "acceptance-rate", "vllm-version", "seed")
 """Flags only `sim-serve` takes (EngineConfig names): strip them when turning a sim variant into `vllm serve`."""
-
-_SUFFIX = {"k": 1000, "K": 1024, "m": 1_000_000, "M": 1024 * 1024}
-
-
-def parse_length(text: str) -> int:
-    """vLLM's human lengths: 131072, 128k (=128000), 128K (=131072), 25.6k."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", text.strip())
-    if not m:
-        raise ServetuneError(f"--max-model-len {text!r} is not a length", "give tokens, e.g. 32768, 32k or 32K")
-    return int(float(m.group(1)) * _SUFFIX.get(m.group(2), 1))
-
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="servetune sim-serve", add_help=True, allow_abbrev=False)
@@ -133,7 +122,7 @@ def parse_sim_args(argv: list[str]) -> SimServeArgs:
         host=ns.host,
         port=ns.port,
         tensor_parallel_size=ns.tensor_parallel_size,
-        max_model_len=parse_length(ns.max_model_len) if ns.max_model_len else None,
+        max_model_len=human_readable_int(ns.max_model_len, "max-model-len") if ns.max_model_len else None,
         max_num_seqs=ns.max_num_seqs,
         max_num_batched_tokens=ns.max_num_batched_tokens,
         gpu_memory_utilization=ns.gpu_memory_utilization,
