@@ -50,7 +50,7 @@ def main() -> None:
         out = Path(tempfile.mkdtemp(prefix="selfcheck-"))
         t0 = time.time()
         subprocess.run([sys.executable, str(HERE / "campaign.py"), "--setting", "A", "--out", str(out),
-                        "--base-url", f"http://127.0.0.1:{port}", "--scale", "0.25", "--client", "servetune"],
+                        "--base-url", f"http://127.0.0.1:{port}", "--scale", "0.25"],
                        env=env, check=True, stdout=subprocess.DEVNULL)
         wall = time.time() - t0
     finally:
