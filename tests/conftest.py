@@ -70,8 +70,9 @@ def _serve(cfg: EngineConfig, log_dir: Path, timeout_s: float) -> Iterator[Runni
 def llama_server(tiny_model: TinyModel, engine_log_dir: Path) -> Iterator[RunningEngine]:
     """llama.cpp's server (xllamacpp) serving the tiny GGUF as `servetune-tiny`."""
     _require("xllamacpp")
-    cfg = EngineConfig(engine="llamacpp", model=str(tiny_model.gguf_path), served_model_name=tiny_model.served_name,
-                       flags=LLAMA_FLAGS)
+    cfg = EngineConfig(
+        engine="llamacpp", model=str(tiny_model.gguf_path), served_model_name=tiny_model.served_name, flags=LLAMA_FLAGS
+    )
     yield from _serve(cfg, engine_log_dir, 120)
 
 
@@ -79,6 +80,7 @@ def llama_server(tiny_model: TinyModel, engine_log_dir: Path) -> Iterator[Runnin
 def vllm_server(tiny_model: TinyModel, engine_log_dir: Path) -> Iterator[RunningEngine]:
     """vLLM (CPU build) serving the tiny HF model as `servetune-tiny`."""
     _require("vllm")
-    cfg = EngineConfig(engine="vllm", model=str(tiny_model.hf_dir), served_model_name=tiny_model.served_name,
-                       flags=VLLM_FLAGS)
+    cfg = EngineConfig(
+        engine="vllm", model=str(tiny_model.hf_dir), served_model_name=tiny_model.served_name, flags=VLLM_FLAGS
+    )
     yield from _serve(cfg, engine_log_dir, 600)

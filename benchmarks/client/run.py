@@ -37,7 +37,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PY = ROOT / ".venv" / "bin" / "python"
 PEERS = ROOT / ".venv-peers"
-TOKENIZER_DIR = Path(os.environ.get("BENCH_TOKENIZER_DIR", Path(__file__).resolve().parents[3] / "shared" / "models" / "qwen3-32b"))
+TOKENIZER_DIR = Path(
+    os.environ.get("BENCH_TOKENIZER_DIR", Path(__file__).resolve().parents[3] / "shared" / "models" / "qwen3-32b")
+)
 SERVER_CPU, CLIENT_CPU = "0", "1"
 CONCURRENCY = 200
 INPUT_TOKENS, OUTPUT_TOKENS = 64, 128
@@ -54,7 +56,9 @@ class Mock:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         cmd = ["taskset", "-c", SERVER_CPU, str(PY), "-m", "servetune", "mock-server", "--port", str(port), *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, start_new_session=True
+        )
         for _ in range(200):
             try:
                 urllib.request.urlopen(self.url + "/health", timeout=1).read()
@@ -65,7 +69,9 @@ class Mock:
 
     def tokens(self) -> float:
         text = urllib.request.urlopen(self.url + "/metrics", timeout=5).read().decode()
-        return next(float(line.split()[-1]) for line in text.splitlines() if line.startswith("vllm:generation_tokens_total"))
+        return next(
+            float(line.split()[-1]) for line in text.splitlines() if line.startswith("vllm:generation_tokens_total")
+        )
 
     def cpu_s(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -76,7 +82,7 @@ class Mock:
         self.proc.wait(10)
 
 
-LOCUSTFILE = '''
+LOCUSTFILE = """
 import os, time
 from locust import FastHttpUser, task, events
 TOKENS = [0]
@@ -94,48 +100,169 @@ class LLMUser(FastHttpUser):
 @events.test_stop.add_listener
 def _(**kw):
     open(os.environ["LOCUST_TOKENS_FILE"], "w").write(str(TOKENS[0]))
-'''
+"""
 
 
 def tool_argv(name: str, mock: Mock, size: int, work: Path) -> list[str] | None:
     """The command for one run of `name` of `size` requests (Locust: seconds)."""
     url, tok = mock.url, str(TOKENIZER_DIR)
     if name == "servetune":
-        return [str(PY), "-m", "servetune", "bench", "--url", url, "--model", "mock", "--concurrency", str(CONCURRENCY),
-                "--requests", str(size), "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS),
-                "--tokenizer", "words", "--no-progress", "--json", str(work / "servetune.json")]
+        return [
+            str(PY),
+            "-m",
+            "servetune",
+            "bench",
+            "--url",
+            url,
+            "--model",
+            "mock",
+            "--concurrency",
+            str(CONCURRENCY),
+            "--requests",
+            str(size),
+            "--input-tokens",
+            str(INPUT_TOKENS),
+            "--output-tokens",
+            str(OUTPUT_TOKENS),
+            "--tokenizer",
+            "words",
+            "--no-progress",
+            "--json",
+            str(work / "servetune.json"),
+        ]
     if name == "vllm bench serve":
-        return [str(PY), str(HERE / "vllm_bench.py"), "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions",
-                "--model", "mock", "--tokenizer", tok, "--dataset-name", "random", "--random-input-len", str(INPUT_TOKENS),
-                "--random-output-len", str(OUTPUT_TOKENS), "--num-prompts", str(size), "--max-concurrency", str(CONCURRENCY),
-                "--ignore-eos", "--request-rate", "inf", "--disable-tqdm"]
+        return [
+            str(PY),
+            str(HERE / "vllm_bench.py"),
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--endpoint",
+            "/v1/completions",
+            "--model",
+            "mock",
+            "--tokenizer",
+            tok,
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            str(INPUT_TOKENS),
+            "--random-output-len",
+            str(OUTPUT_TOKENS),
+            "--num-prompts",
+            str(size),
+            "--max-concurrency",
+            str(CONCURRENCY),
+            "--ignore-eos",
+            "--request-rate",
+            "inf",
+            "--disable-tqdm",
+        ]
     if name == "GuideLLM":
-        scenario = {"spec": {
-            "backend": {"kind": "openai_http", "target": url, "model": "mock", "request_format": "/v1/completions"},
-            "profile": {"kind": "concurrent", "streams": [CONCURRENCY]},
-            "data": [{"kind": "synthetic_text", "prompt_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS}],
-            "tokenizer": {"kind": "hf_auto", "model": tok},
-            "constraints": [{"kind": "max_requests", "count": size}]}}
+        scenario = {
+            "spec": {
+                "backend": {"kind": "openai_http", "target": url, "model": "mock", "request_format": "/v1/completions"},
+                "profile": {"kind": "concurrent", "streams": [CONCURRENCY]},
+                "data": [{"kind": "synthetic_text", "prompt_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS}],
+                "tokenizer": {"kind": "hf_auto", "model": tok},
+                "constraints": [{"kind": "max_requests", "count": size}],
+            }
+        }
         path = work / "guidellm.json"
         path.write_text(json.dumps(scenario))
-        return [str(PEERS / "guidellm/bin/guidellm"), "run", "-c", str(path), "--disable-progress", "--disable-console",
-                "--output", f"kind=json,path={work / 'guidellm-out.json'}"]
+        return [
+            str(PEERS / "guidellm/bin/guidellm"),
+            "run",
+            "-c",
+            str(path),
+            "--disable-progress",
+            "--disable-console",
+            "--output",
+            f"kind=json,path={work / 'guidellm-out.json'}",
+        ]
     if name == "AIPerf":
-        return [str(PEERS / "aiperf/bin/aiperf"), "profile", "--model", "mock", "--url", url, "--endpoint-type", "completions",
-                "--streaming", "--concurrency", str(CONCURRENCY), "--request-count", str(size), "--isl", str(INPUT_TOKENS),
-                "--osl", str(OUTPUT_TOKENS), "--extra-inputs", "ignore_eos:true", "--tokenizer", tok,
-                "--artifact-dir", str(work / f"aiperf-{size}"), "--ui-type", "none", "--no-server-metrics", "--no-gpu-telemetry"]
+        return [
+            str(PEERS / "aiperf/bin/aiperf"),
+            "profile",
+            "--model",
+            "mock",
+            "--url",
+            url,
+            "--endpoint-type",
+            "completions",
+            "--streaming",
+            "--concurrency",
+            str(CONCURRENCY),
+            "--request-count",
+            str(size),
+            "--isl",
+            str(INPUT_TOKENS),
+            "--osl",
+            str(OUTPUT_TOKENS),
+            "--extra-inputs",
+            "ignore_eos:true",
+            "--tokenizer",
+            tok,
+            "--artifact-dir",
+            str(work / f"aiperf-{size}"),
+            "--ui-type",
+            "none",
+            "--no-server-metrics",
+            "--no-gpu-telemetry",
+        ]
     if name == "EvalScope perf":
-        return [str(PEERS / "evalscope/bin/evalscope"), "perf", "--url", f"{url}/v1/completions", "--api", "openai",
-                "--model", "mock", "--parallel", str(CONCURRENCY), "--number", str(size), "--dataset", "random",
-                "--min-prompt-length", str(INPUT_TOKENS), "--max-prompt-length", str(INPUT_TOKENS), "--min-tokens",
-                str(OUTPUT_TOKENS), "--max-tokens", str(OUTPUT_TOKENS), "--tokenizer-path", tok, "--stream",
-                "--outputs-dir", str(work / "evalscope"), "--extra-args", '{"ignore_eos": true}']
+        return [
+            str(PEERS / "evalscope/bin/evalscope"),
+            "perf",
+            "--url",
+            f"{url}/v1/completions",
+            "--api",
+            "openai",
+            "--model",
+            "mock",
+            "--parallel",
+            str(CONCURRENCY),
+            "--number",
+            str(size),
+            "--dataset",
+            "random",
+            "--min-prompt-length",
+            str(INPUT_TOKENS),
+            "--max-prompt-length",
+            str(INPUT_TOKENS),
+            "--min-tokens",
+            str(OUTPUT_TOKENS),
+            "--max-tokens",
+            str(OUTPUT_TOKENS),
+            "--tokenizer-path",
+            tok,
+            "--stream",
+            "--outputs-dir",
+            str(work / "evalscope"),
+            "--extra-args",
+            '{"ignore_eos": true}',
+        ]
     if name == "Locust":
         path = work / "locustfile.py"
         path.write_text(LOCUSTFILE)
-        return [str(PEERS / "locust/bin/locust"), "-f", str(path), "--headless", "-u", str(CONCURRENCY), "-r", "1000",
-                "-t", f"{size}s", "--host", url, "--only-summary", "--loglevel", "WARNING"]
+        return [
+            str(PEERS / "locust/bin/locust"),
+            "-f",
+            str(path),
+            "--headless",
+            "-u",
+            str(CONCURRENCY),
+            "-r",
+            "1000",
+            "-t",
+            f"{size}s",
+            "--host",
+            url,
+            "--only-summary",
+            "--loglevel",
+            "WARNING",
+        ]
     if name == "aiohttp (bare loop)":
         return [str(PY), str(HERE / "bare_aiohttp.py"), url, str(CONCURRENCY), str(size)]
     return None
@@ -151,8 +278,14 @@ def run_client(argv: list[str], mock: Mock, work: Path, tag: str, timeout_s: flo
     tok0, srv0, t0 = mock.tokens(), mock.cpu_s(), time.monotonic()
     with open(work / f"{tag}.log", "w") as out:
         try:
-            rc = subprocess.run(["taskset", "-c", CLIENT_CPU, *argv], stdout=out, stderr=subprocess.STDOUT, cwd=work,
-                                env=env, timeout=timeout_s).returncode
+            rc = subprocess.run(
+                ["taskset", "-c", CLIENT_CPU, *argv],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=work,
+                env=env,
+                timeout=timeout_s,
+            ).returncode
         except subprocess.TimeoutExpired:
             rc = -9
     wall = time.monotonic() - t0
@@ -192,8 +325,12 @@ def cost(mock: Mock, work: Path, quick: bool) -> dict:
             if runs["us_per_token"] is None or d_wall <= 0:
                 runs["error"] = f"no usable difference between the runs (Δtokens {d_tok:.0f}, Δwall {d_wall:.1f} s)"
             runs["steady_tok_s"] = d_tok / d_wall if d_wall > 0 else None
-            runs["server_cpu_pct"] = 100 * (runs["big"]["server_cpu_s"] - runs["small"]["server_cpu_s"]) / d_wall if d_wall > 0 else None
-            runs["whole_run_us_per_token"] = 1e6 * runs["big"]["cpu_s"] / runs["big"]["tokens"] if runs["big"]["tokens"] else None
+            runs["server_cpu_pct"] = (
+                100 * (runs["big"]["server_cpu_s"] - runs["small"]["server_cpu_s"]) / d_wall if d_wall > 0 else None
+            )
+            runs["whole_run_us_per_token"] = (
+                1e6 * runs["big"]["cpu_s"] / runs["big"]["tokens"] if runs["big"]["tokens"] else None
+            )
             log(f"   {name}: {runs['us_per_token']} µs/token at {runs['steady_tok_s']} tok/s")
         else:
             log(f"   {name}: {runs['error'][:300]}")
@@ -204,9 +341,33 @@ def cost(mock: Mock, work: Path, quick: bool) -> dict:
 def servetune_point(mock: Mock, work: Path, concurrency: int, seconds: float, tag: str) -> dict:
     """One servetune run (CLI, CPU 1) with per-request records; returns its summary and raw latency errors."""
     out, jsonl = work / f"{tag}.json", work / f"{tag}.jsonl"
-    argv = [str(PY), "-m", "servetune", "bench", "--url", mock.url, "--model", "mock", "--concurrency", str(concurrency),
-            "--duration", str(seconds), "--warmup-s", "1", "--input-tokens", str(INPUT_TOKENS), "--output-tokens",
-            str(OUTPUT_TOKENS), "--tokenizer", "words", "--no-progress", "--json", str(out), "--jsonl", str(jsonl)]
+    argv = [
+        str(PY),
+        "-m",
+        "servetune",
+        "bench",
+        "--url",
+        mock.url,
+        "--model",
+        "mock",
+        "--concurrency",
+        str(concurrency),
+        "--duration",
+        str(seconds),
+        "--warmup-s",
+        "1",
+        "--input-tokens",
+        str(INPUT_TOKENS),
+        "--output-tokens",
+        str(OUTPUT_TOKENS),
+        "--tokenizer",
+        "words",
+        "--no-progress",
+        "--json",
+        str(out),
+        "--jsonl",
+        str(jsonl),
+    ]
     run = run_client(argv, mock, work, tag, timeout_s=300)
     summary = json.loads(out.read_text())["summary"] if out.exists() else None
     return {"run": run, "summary": summary, "jsonl": jsonl}
@@ -267,24 +428,44 @@ def ceiling(work: Path, quick: bool) -> dict:
                 continue
             err = errors_vs_truth(p["jsonl"], 50.0, itl)
             inflated = is_inflated(s["ttft_ms"]["p50"], s["itl_ms"]["p50"], itl)
-            points.append({
-                "itl_ms": itl, "output_tok_s": s["output_throughput"], "request_s": s["request_throughput"],
-                "ttft_p50_ms": s["ttft_ms"]["p50"], "itl_p50_ms": s["itl_ms"]["p50"], "inflated": inflated,
-                "client_cpu_pct": 100 * p["run"]["cpu_s"] / p["run"]["wall_s"],
-                "server_cpu_pct": 100 * p["run"]["server_cpu_s"] / p["run"]["wall_s"], **err,
-            })
-            log(f"   {s['output_throughput']:.0f} tok/s, {s['request_throughput']:.1f} req/s, ttft p50 {s['ttft_ms']['p50']:.1f}, itl p50 {s['itl_ms']['p50']:.2f}, inflated={inflated}")
+            points.append(
+                {
+                    "itl_ms": itl,
+                    "output_tok_s": s["output_throughput"],
+                    "request_s": s["request_throughput"],
+                    "ttft_p50_ms": s["ttft_ms"]["p50"],
+                    "itl_p50_ms": s["itl_ms"]["p50"],
+                    "inflated": inflated,
+                    "client_cpu_pct": 100 * p["run"]["cpu_s"] / p["run"]["wall_s"],
+                    "server_cpu_pct": 100 * p["run"]["server_cpu_s"] / p["run"]["wall_s"],
+                    **err,
+                }
+            )
+            log(
+                f"   {s['output_throughput']:.0f} tok/s, {s['request_throughput']:.1f} req/s, ttft p50 {s['ttft_ms']['p50']:.1f}, itl p50 {s['itl_ms']['p50']:.2f}, inflated={inflated}"
+            )
         ok = [q for q in points if "error" not in q and not q["inflated"]]
         best = max(ok, key=lambda q: q["output_tok_s"]) if ok else None
-        results[str(conc)] = {"points": points, "ceiling_tok_s": best and best["output_tok_s"], "ceiling_req_s": best and best["request_s"]}
+        results[str(conc)] = {
+            "points": points,
+            "ceiling_tok_s": best and best["output_tok_s"],
+            "ceiling_req_s": best and best["request_s"],
+        }
     return results
 
 
 def accuracy(work: Path, ceiling_result: dict, quick: bool) -> dict:
     """Median error of reported TTFT and ITL against the mock's injected 50 ms / 10 ms."""
     per_stream_tok_s = OUTPUT_TOKENS / (0.050 + (OUTPUT_TOKENS - 1) * 0.010)
-    best_at_10 = max((q["output_tok_s"] for c in ceiling_result.values() for q in c["points"]
-                      if q.get("itl_ms") == 10.0 and not q.get("inflated", True)), default=per_stream_tok_s * 8)
+    best_at_10 = max(
+        (
+            q["output_tok_s"]
+            for c in ceiling_result.values()
+            for q in c["points"]
+            if q.get("itl_ms") == 10.0 and not q.get("inflated", True)
+        ),
+        default=per_stream_tok_s * 8,
+    )
     c80 = max(1, round(0.8 * best_at_10 / per_stream_tok_s))
     results = {}
     for label, conc in (("1", 1), ("8", 8), (f"80% of ceiling ({c80})", c80)):
@@ -294,8 +475,11 @@ def accuracy(work: Path, ceiling_result: dict, quick: bool) -> dict:
             p = servetune_point(mock, work, conc, 4 if quick else (30 if conc == 1 else 10), f"accuracy-{conc}")
         finally:
             mock.stop()
-        results[label] = {"concurrency": conc, **errors_vs_truth(p["jsonl"], 50.0, 10.0),
-                          "output_tok_s": p["summary"]["output_throughput"] if p["summary"] else None}
+        results[label] = {
+            "concurrency": conc,
+            **errors_vs_truth(p["jsonl"], 50.0, 10.0),
+            "output_tok_s": p["summary"]["output_throughput"] if p["summary"] else None,
+        }
         log(f"   {results[label]}")
     return results
 
@@ -335,41 +519,66 @@ NOTES = """
 
 
 def write_markdown(data: dict) -> None:
-    lines = ["# Client benchmark: servetune vs peers", "",
-             f"Run {data['started']} on {data['machine']} — generated by `benchmarks/client/run.py`; raw data in `results.json`.",
-             "Server `servetune mock-server` on CPU 0, client on CPU 1, 128-token streamed answers, 64-token prompts.", "",
-             "## Cost: client CPU per streamed token (closed loop, concurrency 200; offered ≈19k tok/s)", "",
-             "| client | µs CPU / token | steady tok/s reached | server CPU % | whole run incl. start-up µs/token | note |",
-             "|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Client benchmark: servetune vs peers",
+        "",
+        f"Run {data['started']} on {data['machine']} — generated by `benchmarks/client/run.py`; raw data in `results.json`.",
+        "Server `servetune mock-server` on CPU 0, client on CPU 1, 128-token streamed answers, 64-token prompts.",
+        "",
+        "## Cost: client CPU per streamed token (closed loop, concurrency 200; offered ≈19k tok/s)",
+        "",
+        "| client | µs CPU / token | steady tok/s reached | server CPU % | whole run incl. start-up µs/token | note |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for name, r in data["cost"].items():
         if "error" in r:
             lines.append(f"| {name} | – | – | – | – | {r['error'][:160].replace('|', '/').replace(chr(10), ' ')} |")
         else:
-            lines.append(f"| {name} | {r['us_per_token']:.2f} | {r['steady_tok_s']:,.0f} | {r['server_cpu_pct']:.0f} | {r['whole_run_us_per_token']:.2f} | |")
+            lines.append(
+                f"| {name} | {r['us_per_token']:.2f} | {r['steady_tok_s']:,.0f} | {r['server_cpu_pct']:.0f} | {r['whole_run_us_per_token']:.2f} | |"
+            )
     ok = {k: v["us_per_token"] for k, v in data["cost"].items() if "error" not in v}
     peers = {k: v for k, v in ok.items() if k not in ("servetune", "aiohttp (bare loop)")}
     if "servetune" in ok and peers:
         best = min(peers, key=peers.get)
         ratio = ok["servetune"] / peers[best]
-        lines += ["", f"servetune / best peer ({best}): **{ratio:.2f}×** the CPU per token — goal ≤ 0.5×: "
-                      f"**{'met' if ratio <= 0.5 else 'not met'}**."]
-    lines += ["", "## Ceiling (servetune, single process): highest output tok/s before latencies inflate", "",
-              "Mock TTFT 50 ms; its ITL is lowered step by step to raise the load. Inflated: p50 TTFT > truth + 10 % + 2 ms, "
-              "or p50 ITL off the truth by > 10 % + 0.2 ms.", "",
-              "| concurrency | ceiling tok/s | ceiling req/s | points: ITL ms → tok/s (p50 TTFT / p50 ITL ms; client / server CPU %) |", "|---:|---:|---:|---|"]
+        lines += [
+            "",
+            f"servetune / best peer ({best}): **{ratio:.2f}×** the CPU per token — goal ≤ 0.5×: "
+            f"**{'met' if ratio <= 0.5 else 'not met'}**.",
+        ]
+    lines += [
+        "",
+        "## Ceiling (servetune, single process): highest output tok/s before latencies inflate",
+        "",
+        "Mock TTFT 50 ms; its ITL is lowered step by step to raise the load. Inflated: p50 TTFT > truth + 10 % + 2 ms, "
+        "or p50 ITL off the truth by > 10 % + 0.2 ms.",
+        "",
+        "| concurrency | ceiling tok/s | ceiling req/s | points: ITL ms → tok/s (p50 TTFT / p50 ITL ms; client / server CPU %) |",
+        "|---:|---:|---:|---|",
+    ]
     for conc, r in data["ceiling"].items():
         pts = "; ".join(
             f"{q['itl_ms']:g} → {q['output_tok_s']:,.0f} ({q['ttft_p50_ms']:.1f} / {q['itl_p50_ms']:.2f}; {q['client_cpu_pct']:.0f} / {q['server_cpu_pct']:.0f} %){' **inflated**' if q['inflated'] else ''}"
-            if "error" not in q else f"{q['itl_ms']:g} → error" for q in r["points"])
+            if "error" not in q
+            else f"{q['itl_ms']:g} → error"
+            for q in r["points"]
+        )
         ct = f"{r['ceiling_tok_s']:,.0f}" if r["ceiling_tok_s"] else "none (inflated at every point)"
         cr = f"{r['ceiling_req_s']:,.1f}" if r["ceiling_req_s"] else "–"
         lines.append(f"| {conc} | {ct} | {cr} | {pts} |")
-    lines += ["", "## Accuracy (servetune): mock TTFT 50 ms, ITL 10 ms (precise send times)", "",
-              "| concurrency | requests | TTFT median error ms | TTFT median abs error ms | ITL median error ms | ITL median abs error ms | tok/s |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "## Accuracy (servetune): mock TTFT 50 ms, ITL 10 ms (precise send times)",
+        "",
+        "| concurrency | requests | TTFT median error ms | TTFT median abs error ms | ITL median error ms | ITL median abs error ms | tok/s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for label, r in data["accuracy"].items():
-        lines.append(f"| {label} | {r['requests']} | {r['ttft_median_error_ms']:+.3f} | {r['ttft_median_abs_error_ms']:.3f} | "
-                     f"{r['itl_median_error_ms']:+.3f} | {r['itl_median_abs_error_ms']:.3f} | {r['output_tok_s'] or 0:,.0f} |")
+        lines.append(
+            f"| {label} | {r['requests']} | {r['ttft_median_error_ms']:+.3f} | {r['ttft_median_abs_error_ms']:.3f} | "
+            f"{r['itl_median_error_ms']:+.3f} | {r['itl_median_abs_error_ms']:.3f} | {r['output_tok_s'] or 0:,.0f} |"
+        )
     (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n" + NOTES)
 
 
@@ -386,9 +595,11 @@ def main() -> None:
         write_markdown(data)
         return
     parts = args.only or ["cost", "ceiling", "accuracy"]
-    data: dict = {"started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                  "machine": f"{platform.node()} {os.cpu_count()} CPUs, Python {platform.python_version()}",
-                  "load_average_at_start": os.getloadavg()}
+    data: dict = {
+        "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.node()} {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "load_average_at_start": os.getloadavg(),
+    }
     previous = json.loads((HERE / "results.json").read_text()) if (HERE / "results.json").exists() else {}
     with tempfile.TemporaryDirectory(prefix="client-bench-") as tmp:
         work = Path(tmp)

@@ -24,13 +24,44 @@ CASES = {
     "python -c pass (baseline)": [PY, "-c", "pass"],
     "python -c 'import servetune'": [PY, "-c", "import servetune"],
     "servetune --help": [PY, "-m", "servetune", "--help"],
-    "servetune plan (table)": [PY, "-m", "servetune", "plan", "--model", "qwen3.6-27b", "--gpu", "A100-80G-SXMx2",
-                               "--max-model-len", "128K", "--language-model-only"],
-    "servetune plan --json (MTP, fixes off)": [PY, "-m", "servetune", "plan", "--model", "qwen3.6-27b", "--gpu",
-                                               "A100-80G-SXMx2", "--max-model-len", "128K", "--speculative-config",
-                                               '{"method": "mtp", "num_speculative_tokens": 2}', "--json"],
-    "servetune plan (infeasible: 5 fixes re-planned)": [PY, "-m", "servetune", "plan", "--model", "qwen2-7b", "--gpu",
-                                                        "A10G"],
+    "servetune plan (table)": [
+        PY,
+        "-m",
+        "servetune",
+        "plan",
+        "--model",
+        "qwen3.6-27b",
+        "--gpu",
+        "A100-80G-SXMx2",
+        "--max-model-len",
+        "128K",
+        "--language-model-only",
+    ],
+    "servetune plan --json (MTP, fixes off)": [
+        PY,
+        "-m",
+        "servetune",
+        "plan",
+        "--model",
+        "qwen3.6-27b",
+        "--gpu",
+        "A100-80G-SXMx2",
+        "--max-model-len",
+        "128K",
+        "--speculative-config",
+        '{"method": "mtp", "num_speculative_tokens": 2}',
+        "--json",
+    ],
+    "servetune plan (infeasible: 5 fixes re-planned)": [
+        PY,
+        "-m",
+        "servetune",
+        "plan",
+        "--model",
+        "qwen2-7b",
+        "--gpu",
+        "A10G",
+    ],
 }
 
 
@@ -80,17 +111,30 @@ def main() -> None:
     planning_ms = _planning_ms()
     torch_loaded = subprocess.run(
         [PY, "-c", "import sys, servetune.cli, servetune.plan.api; print('torch' in sys.modules)"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     summary = {
-        name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "cpu_median_s": statistics.median(cpu[name]),
-               "samples": v, "cpu_samples": cpu[name]}
+        name: {
+            "median_s": statistics.median(v),
+            "min_s": min(v),
+            "max_s": max(v),
+            "cpu_median_s": statistics.median(cpu[name]),
+            "samples": v,
+            "cpu_samples": cpu[name],
+        }
         for name, v in times.items()
     }
-    env = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-           "load_average_1_5_15": load_avg, "repeats": args.repeats, "torch_imported_by_plan": torch_loaded,
-           "planning_only_ms_median": planning_ms,
-           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    env = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_1_5_15": load_avg,
+        "repeats": args.repeats,
+        "torch_imported_by_plan": torch_loaded,
+        "planning_only_ms_median": planning_ms,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }
     (HERE / "results.json").write_text(json.dumps({"environment": env, "cases": summary}, indent=2) + "\n")
     base = summary["python -c pass (baseline)"]["median_s"]
     lines = [
@@ -105,8 +149,10 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name, s in summary.items():
-        lines.append(f"| {name} | {s['median_s']:.3f} s | {s['min_s']:.3f} s | {s['max_s']:.3f} s | "
-                     f"{s['cpu_median_s']:.3f} s | {s['median_s'] - base:+.3f} s |")
+        lines.append(
+            f"| {name} | {s['median_s']:.3f} s | {s['min_s']:.3f} s | {s['max_s']:.3f} s | "
+            f"{s['cpu_median_s']:.3f} s | {s['median_s'] - base:+.3f} s |"
+        )
     lines += [
         "",
         f"The planning itself (plan_for of Qwen3.6-27B on 2x A100, in a warm process): {planning_ms:.1f} ms median; "

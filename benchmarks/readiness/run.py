@@ -108,7 +108,8 @@ def render_markdown(result: dict) -> str:
         lines.append(
             f"| {name} | {s['launches']} | **{s['ready_to_known_ms_mean']} ms** ({s['ready_to_known_ms_median']}, "
             f"{s['ready_to_known_ms_max']}) | {s['startup_s_mean']} s | {s['teardown_s_mean']} s "
-            f"({s['teardown_s_max']} s) | {s['grace_s']} s | {s['sigkill_needed']} | {s['processes_left']} |")
+            f"({s['teardown_s_max']} s) | {s['grace_s']} s | {s['sigkill_needed']} | {s['processes_left']} |"
+        )
     lines += [
         "",
         "How: a side thread tails the launch's log file every 1 ms and stamps the moment the engine's own ready "
@@ -134,10 +135,18 @@ def main() -> None:
         return
     tiny = build_tiny_model(HERE.parents[1] / ".servetune-cache" / "tiny-model")
     configs = {
-        "llamacpp": EngineConfig(engine="llamacpp", model=str(tiny.gguf_path), served_model_name=tiny.served_name,
-                                 flags={"ctx-size": 4096, "parallel": 2}),
-        "vllm": EngineConfig(engine="vllm", model=str(tiny.hf_dir), served_model_name=tiny.served_name,
-                             flags={"max-model-len": 2048, "max-num-seqs": 8, "enforce-eager": True}),
+        "llamacpp": EngineConfig(
+            engine="llamacpp",
+            model=str(tiny.gguf_path),
+            served_model_name=tiny.served_name,
+            flags={"ctx-size": 4096, "parallel": 2},
+        ),
+        "vllm": EngineConfig(
+            engine="vllm",
+            model=str(tiny.hf_dir),
+            served_model_name=tiny.served_name,
+            flags={"max-model-len": 2048, "max-num-seqs": 8, "enforce-eager": True},
+        ),
     }
     rows: list[dict] = []
     for name, n in (("llamacpp", args.llamacpp), ("vllm", args.vllm)):
@@ -146,11 +155,17 @@ def main() -> None:
             print(json.dumps(row), flush=True)
             rows.append({**row, "repeat": i})
     result = {
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpus": __import__("os").cpu_count()},
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": __import__("os").cpu_count(),
+        },
         "poll_s": __import__("servetune.engines.launch", fromlist=["POLL_S"]).POLL_S,
-        "summary": {name: summarize([r for r in rows if r["engine"] == name])
-                    for name in ("llamacpp", "vllm") if any(r["engine"] == name for r in rows)},
+        "summary": {
+            name: summarize([r for r in rows if r["engine"] == name])
+            for name in ("llamacpp", "vllm")
+            if any(r["engine"] == name for r in rows)
+        },
         "runs": rows,
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -40,8 +40,9 @@ async def fetch_text(session, url: str) -> str:
         return await resp.text()
 
 
-async def servetune_point(base: str, model: str, point: FidelityPoint, seed: int, warmup: bool,
-                          tokenizer: str | None) -> list[dict]:
+async def servetune_point(
+    base: str, model: str, point: FidelityPoint, seed: int, warmup: bool, tokenizer: str | None
+) -> list[dict]:
     """servetune's own client: `run_load` at the point's closed-loop concurrency."""
     from servetune.load.runner import run_load
     from servetune.load.shape import LoadShape
@@ -59,8 +60,7 @@ async def servetune_point(base: str, model: str, point: FidelityPoint, seed: int
         workload = Workload.synthetic(dist(point.prompt_tokens), dist(point.output_tokens), seed=seed)
         n = point.num_requests
     shape = LoadShape(kind="concurrency", concurrency=point.concurrency, requests=n)
-    result = await run_load(base, model, workload, shape, tokenizer=tokenizer,
-                            extra_body={"temperature": 0.0})
+    result = await run_load(base, model, workload, shape, tokenizer=tokenizer, extra_body={"temperature": 0.0})
     return [dict(json.loads(r.model_dump_json()), concurrency=point.concurrency) for r in result.records]
 
 
@@ -77,7 +77,9 @@ async def run_point(session, args: argparse.Namespace, point: FidelityPoint, out
     for path, recs in ((out / "warmup" / f"{point.name}.jsonl", warm), (out / f"{point.name}.jsonl", records)):
         path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     summary = summarize(records)
-    summary.update(point=point.name, concurrency=point.concurrency, client="servetune", wall_s=round(time.time() - t0, 2))
+    summary.update(
+        point=point.name, concurrency=point.concurrency, client="servetune", wall_s=round(time.time() - t0, 2)
+    )
     (out / f"{point.name}.summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
@@ -94,14 +96,34 @@ async def main_async(args: argparse.Namespace) -> None:
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         models = json.loads(await fetch_text(session, f"{args.base_url}/v1/models"))
-        manifest = {"setting": args.setting, "started": time.time(), "models": models, "client": "servetune",
-                    "points": [asdict(p) for p in points], "summaries": []}
+        manifest = {
+            "setting": args.setting,
+            "started": time.time(),
+            "models": models,
+            "client": "servetune",
+            "points": [asdict(p) for p in points],
+            "summaries": [],
+        }
         for point in points:
             summary = await run_point(session, args, point, out)
             manifest["summaries"].append(summary)
-            print(json.dumps({k: summary.get(k) for k in (
-                "point", "completed", "failed", "ttft_ms_p50", "tpot_ms_p50", "output_throughput", "wall_s")}),
-                flush=True)
+            print(
+                json.dumps(
+                    {
+                        k: summary.get(k)
+                        for k in (
+                            "point",
+                            "completed",
+                            "failed",
+                            "ttft_ms_p50",
+                            "tpot_ms_p50",
+                            "output_throughput",
+                            "wall_s",
+                        )
+                    }
+                ),
+                flush=True,
+            )
             (out / "campaign.json").write_text(json.dumps(manifest, indent=1))
         manifest["ended"] = time.time()
         (out / "campaign.json").write_text(json.dumps(manifest, indent=1))
@@ -116,8 +138,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="", help="comma-separated point names")
     ap.add_argument("--scale", type=float, default=1.0, help="scale request counts (smoke runs)")
-    ap.add_argument("--tokenizer", default=None,
-                    help="tokenizer.json or model dir for exact prompt lengths (default: the server's /tokenize)")
+    ap.add_argument(
+        "--tokenizer",
+        default=None,
+        help="tokenizer.json or model dir for exact prompt lengths (default: the server's /tokenize)",
+    )
     asyncio.run(main_async(ap.parse_args()))
 
 

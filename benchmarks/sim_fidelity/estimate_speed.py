@@ -21,11 +21,35 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CASES = [
-    ("H200, vLLM 0.24 defaults", ["qwen3.6-27b", "--max-model-len", "131072", "--language-model-only",
-                                   "--gpu", "H200", "--vllm-version", "0.24.0"]),
-    ("2xA100-80G SXM, TP2, prefix caching, MTP x2", [
-        "qwen3.6-27b", "-tp", "2", "--max-model-len", "131072", "--language-model-only", "--gpu", "A100-80G-SXM",
-        "--enable-prefix-caching", "--speculative-config", '{"method":"mtp","num_speculative_tokens":2}']),
+    (
+        "H200, vLLM 0.24 defaults",
+        [
+            "qwen3.6-27b",
+            "--max-model-len",
+            "131072",
+            "--language-model-only",
+            "--gpu",
+            "H200",
+            "--vllm-version",
+            "0.24.0",
+        ],
+    ),
+    (
+        "2xA100-80G SXM, TP2, prefix caching, MTP x2",
+        [
+            "qwen3.6-27b",
+            "-tp",
+            "2",
+            "--max-model-len",
+            "131072",
+            "--language-model-only",
+            "--gpu",
+            "A100-80G-SXM",
+            "--enable-prefix-caching",
+            "--speculative-config",
+            '{"method":"mtp","num_speculative_tokens":2}',
+        ],
+    ),
 ]
 LOADS = [1, 16, 64, 256]
 
@@ -35,9 +59,24 @@ def main() -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     for label, model_args in CASES:
         for conc in LOADS:
-            cmd = [sys.executable, "-m", "servetune", "estimate", *model_args, "--num-requests", "1000",
-                   "--input-len", "1024", "--output-len", "256", "--spread", "0.25", "--concurrency", str(conc),
-                   "--json"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "servetune",
+                "estimate",
+                *model_args,
+                "--num-requests",
+                "1000",
+                "--input-len",
+                "1024",
+                "--output-len",
+                "256",
+                "--spread",
+                "0.25",
+                "--concurrency",
+                str(conc),
+                "--json",
+            ]
             t0 = time.perf_counter()
             ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
@@ -45,13 +84,23 @@ def main() -> None:
             ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cli_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
             r = json.loads(out)
-            rows.append({"deployment": label, "concurrency": conc, "requests": 1000, "cli_wall_s": round(wall, 2),
-                         "cli_cpu_s": round(cli_cpu, 2), "sim_loop_wall_s": round(r["wall_s"], 2),
-                         "sim_loop_cpu_s": round(r["cpu_s"], 2), "simulated_s": round(r["duration_s"], 1),
-                         "speedup_cli": round(r["duration_s"] / wall, 1),
-                         "speedup_loop_cpu": round(r["duration_s"] / r["cpu_s"], 1), "steps": r["sim_steps"],
-                         "tpot_p50_ms": round(r["tpot_ms"]["p50"], 2),
-                         "output_tok_s": round(r["output_throughput"], 1)})
+            rows.append(
+                {
+                    "deployment": label,
+                    "concurrency": conc,
+                    "requests": 1000,
+                    "cli_wall_s": round(wall, 2),
+                    "cli_cpu_s": round(cli_cpu, 2),
+                    "sim_loop_wall_s": round(r["wall_s"], 2),
+                    "sim_loop_cpu_s": round(r["cpu_s"], 2),
+                    "simulated_s": round(r["duration_s"], 1),
+                    "speedup_cli": round(r["duration_s"] / wall, 1),
+                    "speedup_loop_cpu": round(r["duration_s"] / r["cpu_s"], 1),
+                    "steps": r["sim_steps"],
+                    "tpot_p50_ms": round(r["tpot_ms"]["p50"], 2),
+                    "output_tok_s": round(r["output_throughput"], 1),
+                }
+            )
             print(rows[-1], flush=True)
     (HERE / "estimate_speed.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
@@ -68,8 +117,10 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['deployment']} | {r['concurrency']} | {r['cli_wall_s']} | {r['cli_cpu_s']} | "
-                     f"{r['sim_loop_cpu_s']} | {r['simulated_s']} | {r['speedup_cli']}x | {r['speedup_loop_cpu']}x |")
+        lines.append(
+            f"| {r['deployment']} | {r['concurrency']} | {r['cli_wall_s']} | {r['cli_cpu_s']} | "
+            f"{r['sim_loop_cpu_s']} | {r['simulated_s']} | {r['speedup_cli']}x | {r['speedup_loop_cpu']}x |"
+        )
     (HERE / "estimate_speed.md").write_text("\n".join(lines) + "\n")
 
 

@@ -37,18 +37,31 @@ class FidelityPoint:
         return [(draw(self.prompt_tokens), draw(self.output_tokens)) for _ in range(self.num_requests)]
 
     def scaled(self, factor: float) -> FidelityPoint:
-        return replace(self, num_requests=max(1, round(self.num_requests * factor)),
-                       warmup_requests=max(1, round(self.warmup_requests * factor)))
+        return replace(
+            self,
+            num_requests=max(1, round(self.num_requests * factor)),
+            warmup_requests=max(1, round(self.warmup_requests * factor)),
+        )
 
 
 POINTS: tuple[FidelityPoint, ...] = (
-    FidelityPoint("decode_1x1024_512", 1024, 512, 1, 4, warmup_requests=2, warmup_prompt=1024, warmup_output=64,
-                  fit=True),
-    FidelityPoint("prefill_32k", 32768, 16, 1, 3, warmup_requests=1, warmup_prompt=32768, warmup_output=4,
-                  fit=True),
+    FidelityPoint(
+        "decode_1x1024_512", 1024, 512, 1, 4, warmup_requests=2, warmup_prompt=1024, warmup_output=64, fit=True
+    ),
+    FidelityPoint("prefill_32k", 32768, 16, 1, 3, warmup_requests=1, warmup_prompt=32768, warmup_output=4, fit=True),
     FidelityPoint("prefill_8k", 8192, 16, 1, 4, warmup_requests=1, warmup_prompt=8192, warmup_output=4),
-    FidelityPoint("mix_1k256_c64", 1024, 256, 64, 200, spread=0.25, warmup_requests=64, warmup_prompt=1024,
-                  warmup_output=16, fit=True),
+    FidelityPoint(
+        "mix_1k256_c64",
+        1024,
+        256,
+        64,
+        200,
+        spread=0.25,
+        warmup_requests=64,
+        warmup_prompt=1024,
+        warmup_output=16,
+        fit=True,
+    ),
     FidelityPoint("curve_c1", 1024, 256, 1, 4, spread=0.25, warmup_requests=1),
     FidelityPoint("curve_c8", 1024, 256, 8, 24, spread=0.25, warmup_requests=8),
     FidelityPoint("curve_c16", 1024, 256, 16, 48, spread=0.25, warmup_requests=16),

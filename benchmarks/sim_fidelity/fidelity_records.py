@@ -44,7 +44,8 @@ def summarize(records: list[dict]) -> dict:
     figs = [f for f in (request_figures(r) for r in measured) if f]
     out: dict = {"completed": len(figs), "failed": len(measured) - len(figs)}
     out["short_outputs"] = sum(
-        1 for r in measured if r["output_tokens"] < (r.get("max_tokens") or r.get("output_tokens_requested") or 0))
+        1 for r in measured if r["output_tokens"] < (r.get("max_tokens") or r.get("output_tokens_requested") or 0)
+    )
     for name in ("ttft", "tpot", "e2e"):
         vals = [f[name] * 1000 for f in figs if f[name] is not None]
         key = "e2el" if name == "e2e" else name

@@ -49,14 +49,29 @@ MODEL = "qwen3.6-27b"  # the bundled config of Qwen/Qwen3.6-27B: the shapes the 
 GPU = "H200"
 VLLM_VERSION = "0.24.0"
 SETTING_FLAGS = {
-    "A": ["--max-model-len", "131072", "--language-model-only", "--additional-config",
-          '{"gdn_prefill_backend":"triton"}'],
-    "B": ["--max-model-len", "131072", "--language-model-only", "--additional-config",
-          '{"gdn_prefill_backend":"triton"}', "--max-num-seqs", "32", "--max-num-batched-tokens", "2048"],
+    "A": [
+        "--max-model-len",
+        "131072",
+        "--language-model-only",
+        "--additional-config",
+        '{"gdn_prefill_backend":"triton"}',
+    ],
+    "B": [
+        "--max-model-len",
+        "131072",
+        "--language-model-only",
+        "--additional-config",
+        '{"gdn_prefill_backend":"triton"}',
+        "--max-num-seqs",
+        "32",
+        "--max-num-batched-tokens",
+        "2048",
+    ],
 }
 STANDIN_TRUTH = StepCoefficients(
     efficiency=Efficiency(bandwidth=0.81, mfu_prefill=0.58, mfu_decode=0.22, step_overhead_s=0.0011),
-    per_seq_overhead_s=4e-5, request_overhead_s=0.006,
+    per_seq_overhead_s=4e-5,
+    request_overhead_s=0.006,
 )
 METRICS = ("ttft_p50_s", "tpot_p50_s", "output_throughput")
 NOTES = """
@@ -104,17 +119,31 @@ def make_standin(dest: Path) -> None:
         for point in POINTS:
             rng = random.Random(f"0-{point.name}")
             lengths = point.lengths(rng)
-            sim = run_virtual([RequestSpec(p, o) for p, o in lengths], dep.limits, timing,
-                              concurrency=point.concurrency)
+            sim = run_virtual(
+                [RequestSpec(p, o) for p, o in lengths], dep.limits, timing, concurrency=point.concurrency
+            )
             with (out / f"{point.name}.jsonl").open("w") as f:
                 for i, t in enumerate(sim.timelines):
                     ns = [int((c + 1000) * 1e9) for c in t.chunk_times]
-                    f.write(json.dumps({
-                        "point": point.name, "index": i, "warmup": False, "concurrency": point.concurrency,
-                        "prompt_tokens": lengths[i][0], "max_tokens": lengths[i][1],
-                        "sent_ns": int((t.sent + 1000) * 1e9), "chunk_ns": ns, "chunk_tokens": t.chunk_tokens,
-                        "end_ns": ns[-1], "output_tokens": t.output_tokens, "error": None,
-                    }) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "point": point.name,
+                                "index": i,
+                                "warmup": False,
+                                "concurrency": point.concurrency,
+                                "prompt_tokens": lengths[i][0],
+                                "max_tokens": lengths[i][1],
+                                "sent_ns": int((t.sent + 1000) * 1e9),
+                                "chunk_ns": ns,
+                                "chunk_tokens": t.chunk_tokens,
+                                "end_ns": ns[-1],
+                                "output_tokens": t.output_tokens,
+                                "error": None,
+                            }
+                        )
+                        + "\n"
+                    )
         (out / "campaign.json").write_text(json.dumps({"setting": setting, "standin": True}))
 
 
@@ -129,7 +158,7 @@ def setting_dirs(data: Path) -> dict[str, Path]:
     return found
 
 
-def with_logged_limits(label: str, directory: Path, dep, notes: list[str]):  # noqa: ANN001, ANN201
+def with_logged_limits(label: str, directory: Path, dep, notes: list[str]):
     """The deployment with the scheduler limits vLLM logged, where they differ from the planner's.
 
     Speed is what this benchmark scores; capacity is compared apart (the table at the end), so a
@@ -154,7 +183,7 @@ def with_logged_limits(label: str, directory: Path, dep, notes: list[str]):  # n
     return replace(dep, limits=replace(dep.limits, **changes))
 
 
-def capacity_rows(label: str, directory: Path, dep) -> list[str]:  # noqa: ANN001 - SimDeployment
+def capacity_rows(label: str, directory: Path, dep) -> list[str]:
     """Planner (= simulator) capacity against what vLLM logged at startup."""
     from servetune.engines.vllm import parse_vllm_log
 
@@ -177,8 +206,13 @@ def noise_rows(rows: list[dict]) -> list[str]:
     (one stream; prompts within both token budgets), measured twice. A simulator cannot beat this."""
     same = ("decode_1x1024_512", "curve_c1")
     real = {(r["setting"], r["point"], r["metric"]): r["real"] for r in rows}
-    out = ["", "## Run-to-run spread of the measurement (same requests and effective flags in A and B)", "",
-           "| point | metric | A | B | (B - A) / A |", "|---|---|---:|---:|---:|"]
+    out = [
+        "",
+        "## Run-to-run spread of the measurement (same requests and effective flags in A and B)",
+        "",
+        "| point | metric | A | B | (B - A) / A |",
+        "|---|---|---:|---:|---:|",
+    ]
     for point in same:
         for m in METRICS:
             a, b = real.get(("A", point, m)), real.get(("B", point, m))
@@ -223,8 +257,12 @@ def main() -> None:
         raise SystemExit(f"no fit points of setting {FIT_SETTING} in {args.data}")
     coef, fit_errors = fit_coefficients(fit_runs, iters=args.iters)
     profile = CalibrationProfile(
-        gpu=GPU, model="Qwen3.6-27B (language model only, dummy weights)", engine_version=VLLM_VERSION,
-        coefficients=coef, fitted_on=[r.name for r in fit_runs], fit_errors=fit_errors,
+        gpu=GPU,
+        model="Qwen3.6-27B (language model only, dummy weights)",
+        engine_version=VLLM_VERSION,
+        coefficients=coef,
+        fitted_on=[r.name for r in fit_runs],
+        fit_errors=fit_errors,
     )
     stem = "standin" if args.standin else "h200_qwen36-27b_vllm0.24.0"
     args.out.mkdir(parents=True, exist_ok=True)
@@ -241,9 +279,20 @@ def main() -> None:
         err_c = relative_errors(simulated_targets(run, coef), measured_targets(run))
         role = "fit" if run in fit_runs else "held-out"
         for m in METRICS:
-            rows.append({"setting": label, "point": name, "role": role, "metric": m, "real": real[m],
-                         "sim_default": sim_d[m], "sim_calibrated": sim_c[m], "err_default": err_d.get(m, math.nan),
-                         "err_calibrated": err_c.get(m, math.nan), "requests": len(run.requests)})
+            rows.append(
+                {
+                    "setting": label,
+                    "point": name,
+                    "role": role,
+                    "metric": m,
+                    "real": real[m],
+                    "sim_default": sim_d[m],
+                    "sim_calibrated": sim_c[m],
+                    "err_default": err_d.get(m, math.nan),
+                    "err_calibrated": err_c.get(m, math.nan),
+                    "requests": len(run.requests),
+                }
+            )
     with (args.out / f"errors_{stem}.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -251,7 +300,7 @@ def main() -> None:
     write_results(args, rows, profile, profile_path, dirs, deps, stem, time.time() - t0, notes)
 
 
-def write_results(args, rows, profile, profile_path, dirs, deps, stem, elapsed, notes) -> None:  # noqa: ANN001
+def write_results(args, rows, profile, profile_path, dirs, deps, stem, elapsed, notes) -> None:
     held = [r for r in rows if r["role"] == "held-out" and not math.isnan(r["err_calibrated"])]
     lines = [
         f"# Simulator fidelity{' (STAND-IN: synthetic data from the simulator itself)' if args.standin else ''}",
@@ -271,25 +320,39 @@ def write_results(args, rows, profile, profile_path, dirs, deps, stem, elapsed, 
     for m in METRICS:
         errs = [abs(r["err_calibrated"]) for r in held if r["metric"] == m]
         if errs:
-            lines.append(f"| {m} | {len(errs)} | {sum(errs) / len(errs):.1%} | {max(errs):.1%} | "
-                         f"{sum(e <= 0.10 for e in errs)}/{len(errs)} |")
-    lines += ["", "## Every point", "",
-              "| setting | point | role | metric | measured | sim (defaults) | err | sim (calibrated) | err |",
-              "|---|---|---|---|---:|---:|---:|---:|---:|"]
+            lines.append(
+                f"| {m} | {len(errs)} | {sum(errs) / len(errs):.1%} | {max(errs):.1%} | "
+                f"{sum(e <= 0.10 for e in errs)}/{len(errs)} |"
+            )
+    lines += [
+        "",
+        "## Every point",
+        "",
+        "| setting | point | role | metric | measured | sim (defaults) | err | sim (calibrated) | err |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         lines.append(
             f"| {r['setting']} | {r['point']} | {r['role']} | {r['metric']} | {fmt(r['metric'], r['real'])} | "
             f"{fmt(r['metric'], r['sim_default'])} | {r['err_default']:+.1%} | "
-            f"{fmt(r['metric'], r['sim_calibrated'])} | {r['err_calibrated']:+.1%} |")
+            f"{fmt(r['metric'], r['sim_calibrated'])} | {r['err_calibrated']:+.1%} |"
+        )
     lines += noise_rows(rows)
     eff = profile.coefficients.efficiency
-    lines += ["", "## Calibrated coefficients", "",
-              f"bandwidth {eff.bandwidth:.3f}, mfu_prefill {eff.mfu_prefill:.3f}, mfu_decode {eff.mfu_decode:.3f}, "
-              f"step overhead {eff.step_overhead_s * 1e3:.2f} ms, per-sequence overhead "
-              f"{profile.coefficients.per_seq_overhead_s * 1e6:.1f} us, request overhead "
-              f"{profile.coefficients.request_overhead_s * 1e3:.2f} ms.",
-              "", "## Capacity: vLLM's startup log vs the planner (= the simulator's pool)", "",
-              "| setting | figure | vLLM logged | planner |", "|---|---|---:|---:|"]
+    lines += [
+        "",
+        "## Calibrated coefficients",
+        "",
+        f"bandwidth {eff.bandwidth:.3f}, mfu_prefill {eff.mfu_prefill:.3f}, mfu_decode {eff.mfu_decode:.3f}, "
+        f"step overhead {eff.step_overhead_s * 1e3:.2f} ms, per-sequence overhead "
+        f"{profile.coefficients.per_seq_overhead_s * 1e6:.1f} us, request overhead "
+        f"{profile.coefficients.request_overhead_s * 1e3:.2f} ms.",
+        "",
+        "## Capacity: vLLM's startup log vs the planner (= the simulator's pool)",
+        "",
+        "| setting | figure | vLLM logged | planner |",
+        "|---|---|---:|---:|",
+    ]
     for label, directory in dirs.items():
         lines += capacity_rows(label, directory, deps[label])
     if not args.standin:

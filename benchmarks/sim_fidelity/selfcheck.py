@@ -37,9 +37,27 @@ def main() -> None:
     port = free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     server = subprocess.Popen(
-        [sys.executable, "-m", "servetune", "sim-serve", "qwen3.6-27b", *FLAGS, "--gpu", "H200",
-         "--vllm-version", "0.24.0", "--served-model-name", "m", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "servetune",
+            "sim-serve",
+            "qwen3.6-27b",
+            *FLAGS,
+            "--gpu",
+            "H200",
+            "--vllm-version",
+            "0.24.0",
+            "--served-model-name",
+            "m",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         for _ in range(100):
             try:
@@ -49,9 +67,23 @@ def main() -> None:
                 time.sleep(0.2)
         out = Path(tempfile.mkdtemp(prefix="selfcheck-"))
         t0 = time.time()
-        subprocess.run([sys.executable, str(HERE / "campaign.py"), "--setting", "A", "--out", str(out),
-                        "--base-url", f"http://127.0.0.1:{port}", "--scale", "0.25"],
-                       env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "campaign.py"),
+                "--setting",
+                "A",
+                "--out",
+                str(out),
+                "--base-url",
+                f"http://127.0.0.1:{port}",
+                "--scale",
+                "0.25",
+            ],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         wall = time.time() - t0
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -73,7 +105,8 @@ def main() -> None:
         lines.append(
             f"| {path.stem} | {len(run.requests)} | {real.ttft_p50 * 1e3:.1f} ms | {err['ttft_p50_s']:+.1%} | "
             f"{real.tpot_p50 * 1e3:.2f} ms | {err['tpot_p50_s']:+.1%} | {real.throughput:.1f} tok/s | "
-            f"{err['output_throughput']:+.1%} |")
+            f"{err['output_throughput']:+.1%} |"
+        )
     (HERE / "selfcheck.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

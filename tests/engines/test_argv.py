@@ -14,24 +14,52 @@ from servetune.errors import ServetuneError
 
 
 def test_flag_values_map_to_argv() -> None:
-    flags = {"max-model-len": 4096, "enforce-eager": True, "enable-prefix-caching": False, "dtype": None,
-             "speculative-config": {"method": "mtp", "num_speculative_tokens": 2}, "gpu-memory-utilization": 0.9,
-             "-tp": 2, "some-future-flag": "x"}
+    flags = {
+        "max-model-len": 4096,
+        "enforce-eager": True,
+        "enable-prefix-caching": False,
+        "dtype": None,
+        "speculative-config": {"method": "mtp", "num_speculative_tokens": 2},
+        "gpu-memory-utilization": 0.9,
+        "-tp": 2,
+        "some-future-flag": "x",
+    }
     assert flags_to_argv(flags) == [
-        "--max-model-len", "4096", "--enforce-eager", "--no-enable-prefix-caching",
-        "--speculative-config", '{"method":"mtp","num_speculative_tokens":2}', "--gpu-memory-utilization", "0.9",
-        "-tp", "2", "--some-future-flag", "x"]
+        "--max-model-len",
+        "4096",
+        "--enforce-eager",
+        "--no-enable-prefix-caching",
+        "--speculative-config",
+        '{"method":"mtp","num_speculative_tokens":2}',
+        "--gpu-memory-utilization",
+        "0.9",
+        "-tp",
+        "2",
+        "--some-future-flag",
+        "x",
+    ]
     assert flags_to_argv({"disable-radix-cache": True, "enable-x": False}, "omit") == ["--disable-radix-cache"]
 
 
 def test_vllm_argv_and_env(tmp_path) -> None:
-    cfg = EngineConfig(model=str(tmp_path), served_model_name="m", flags={"max-model-len": 2048},
-                       env={"VLLM_CPU_KVCACHE_SPACE": "2"})
+    cfg = EngineConfig(
+        model=str(tmp_path), served_model_name="m", flags={"max-model-len": 2048}, env={"VLLM_CPU_KVCACHE_SPACE": "2"}
+    )
     a = adapter_for("vllm")
     argv = a.argv(cfg, "127.0.0.1", 8123)
     assert argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
-    assert argv[3:] == ["--model", str(tmp_path), "--served-model-name", "m", "--host", "127.0.0.1",
-                        "--port", "8123", "--max-model-len", "2048"]
+    assert argv[3:] == [
+        "--model",
+        str(tmp_path),
+        "--served-model-name",
+        "m",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--max-model-len",
+        "2048",
+    ]
     env = a.env(cfg, "127.0.0.1")
     assert env["VLLM_HOST_IP"] == "127.0.0.1" and env["HF_HUB_OFFLINE"] == "1"
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "2"  # the user's value wins
@@ -49,34 +77,85 @@ def test_explicit_kv_bytes_is_not_overridden_on_cpu() -> None:
 
 def test_llamacpp_argv_uses_llama_server_names(monkeypatch) -> None:
     monkeypatch.delenv("SERVETUNE_LLAMA_SERVER", raising=False)
-    cfg = EngineConfig(engine="llamacpp", model="/m.gguf", served_model_name="tiny",
-                       flags={"ctx-size": 8192, "parallel": 4, "metrics": True, "cont-batching": False})
+    cfg = EngineConfig(
+        engine="llamacpp",
+        model="/m.gguf",
+        served_model_name="tiny",
+        flags={"ctx-size": 8192, "parallel": 4, "metrics": True, "cont-batching": False},
+    )
     argv = adapter_for("llamacpp").argv(cfg, "127.0.0.1", 9000)
     assert argv[:3] == [sys.executable, "-m", "servetune.engines.llamacpp_server"]
-    assert argv[3:] == ["-m", "/m.gguf", "--alias", "tiny", "--host", "127.0.0.1", "--port", "9000",
-                        "--ctx-size", "8192", "--parallel", "4", "--metrics", "--no-cont-batching"]
+    assert argv[3:] == [
+        "-m",
+        "/m.gguf",
+        "--alias",
+        "tiny",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "9000",
+        "--ctx-size",
+        "8192",
+        "--parallel",
+        "4",
+        "--metrics",
+        "--no-cont-batching",
+    ]
     monkeypatch.setenv("SERVETUNE_LLAMA_SERVER", "/opt/llama-server")
     assert adapter_for("llamacpp").argv(cfg, "127.0.0.1", 9000)[0] == "/opt/llama-server"
 
 
 def test_sglang_argv_omits_false_booleans() -> None:
-    cfg = EngineConfig(engine="sglang", model="/models/q", served_model_name="q",
-                       flags={"mem-fraction-static": 0.85, "disable-radix-cache": True, "enable-metrics": False,
-                              "tp-size": 2})
+    cfg = EngineConfig(
+        engine="sglang",
+        model="/models/q",
+        served_model_name="q",
+        flags={"mem-fraction-static": 0.85, "disable-radix-cache": True, "enable-metrics": False, "tp-size": 2},
+    )
     argv = adapter_for("sglang").argv(cfg, "127.0.0.1", 30000)
     assert argv[1:3] == ["-m", "sglang.launch_server"]
-    assert argv[3:] == ["--model-path", "/models/q", "--served-model-name", "q", "--host", "127.0.0.1",
-                        "--port", "30000", "--mem-fraction-static", "0.85", "--disable-radix-cache",
-                        "--tp-size", "2"]
+    assert argv[3:] == [
+        "--model-path",
+        "/models/q",
+        "--served-model-name",
+        "q",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "30000",
+        "--mem-fraction-static",
+        "0.85",
+        "--disable-radix-cache",
+        "--tp-size",
+        "2",
+    ]
 
 
 def test_sim_is_launched_as_servetune_with_vllm_flags() -> None:
-    cfg = EngineConfig(engine="sim", model="/cfg", served_model_name="q", flags={"max-model-len": "32k",
-                                                                                 "enable-prefix-caching": False})
+    cfg = EngineConfig(
+        engine="sim",
+        model="/cfg",
+        served_model_name="q",
+        flags={"max-model-len": "32k", "enable-prefix-caching": False},
+    )
     argv = adapter_for("sim").argv(cfg, "127.0.0.1", 8000)
-    assert argv == [sys.executable, "-m", "servetune", "sim-serve", "--model", "/cfg", "--served-model-name", "q",
-                    "--host", "127.0.0.1", "--port", "8000", "--max-model-len", "32k",
-                    "--no-enable-prefix-caching"]
+    assert argv == [
+        sys.executable,
+        "-m",
+        "servetune",
+        "sim-serve",
+        "--model",
+        "/cfg",
+        "--served-model-name",
+        "q",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        "--max-model-len",
+        "32k",
+        "--no-enable-prefix-caching",
+    ]
     assert adapter_for("sim").version().startswith("servetune-sim-")
 
 
@@ -91,7 +170,12 @@ def test_versions_are_known_without_starting() -> None:
 
 
 def test_cli_passthrough_flags() -> None:
-    assert parse_extra_flags(["--max-model-len", "4096", "--enforce-eager", "--x=1", "-tp", "2", "--seed", "-1"]) \
-        == {"max-model-len": "4096", "enforce-eager": True, "x": "1", "-tp": "2", "seed": "-1"}
+    assert parse_extra_flags(["--max-model-len", "4096", "--enforce-eager", "--x=1", "-tp", "2", "--seed", "-1"]) == {
+        "max-model-len": "4096",
+        "enforce-eager": True,
+        "x": "1",
+        "-tp": "2",
+        "seed": "-1",
+    }
     with pytest.raises(ServetuneError):
         parse_extra_flags(["oops"])

@@ -17,8 +17,9 @@ from servetune.engines.readiness import probe
 
 
 def test_check_attached_server_passes(llama_server) -> None:
-    result = CliRunner().invoke(app, ["check", "--url", llama_server.base_url, "--model", llama_server.model_name,
-                                      "--long-context", "1000"])
+    result = CliRunner().invoke(
+        app, ["check", "--url", llama_server.base_url, "--model", llama_server.model_name, "--long-context", "1000"]
+    )
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output and "long context (1000 tokens)" in result.output
 
@@ -41,8 +42,21 @@ def test_check_no_server_is_a_clean_failure() -> None:
 
 @pytest.mark.engine
 def test_check_launches_tiny_llamacpp(tiny_model, tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["check", "--engine", "llamacpp", "--tiny", "--long-context", "500",
-                                      "--log-dir", str(tmp_path), "--ctx-size", "2048"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "check",
+            "--engine",
+            "llamacpp",
+            "--tiny",
+            "--long-context",
+            "500",
+            "--log-dir",
+            str(tmp_path),
+            "--ctx-size",
+            "2048",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert list(tmp_path.glob("llamacpp-*.log"))
 
@@ -50,9 +64,26 @@ def test_check_launches_tiny_llamacpp(tiny_model, tmp_path: Path) -> None:
 @pytest.mark.engine
 def test_launch_serves_until_interrupted(tiny_model, tmp_path: Path) -> None:
     pytest.importorskip("xllamacpp")
-    proc = subprocess.Popen([sys.executable, "-m", "servetune", "launch", "--engine", "llamacpp", "--tiny",
-                             "--log-dir", str(tmp_path), "--port", "0", "--ctx-size", "2048"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "servetune",
+            "launch",
+            "--engine",
+            "llamacpp",
+            "--tiny",
+            "--log-dir",
+            str(tmp_path),
+            "--port",
+            "0",
+            "--ctx-size",
+            "2048",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     url = None
     for line in proc.stdout:

@@ -28,12 +28,16 @@ def _needs_xllamacpp() -> None:
     pytest.importorskip("xllamacpp")
 
 
-def _cfg(tiny_model, **flags) -> EngineConfig:  # noqa: ANN001
-    return EngineConfig(engine="llamacpp", model=str(tiny_model.gguf_path), served_model_name="servetune-tiny",
-                        flags={"ctx-size": 4096, "parallel": 2, **flags})
+def _cfg(tiny_model, **flags) -> EngineConfig:
+    return EngineConfig(
+        engine="llamacpp",
+        model=str(tiny_model.gguf_path),
+        served_model_name="servetune-tiny",
+        flags={"ctx-size": 4096, "parallel": 2, **flags},
+    )
 
 
-def _launch_error(cfg: EngineConfig, tmp_path: Path, **kw) -> EngineLaunchError:  # noqa: ANN003
+def _launch_error(cfg: EngineConfig, tmp_path: Path, **kw) -> EngineLaunchError:
     with pytest.raises(EngineLaunchError) as info:
         launch(cfg, log_dir=tmp_path, startup_timeout_s=kw.pop("timeout", 60), **kw)
     err = info.value
@@ -60,10 +64,19 @@ def test_check_passes(llama_server) -> None:
 
 def test_output_is_valid_text_without_specials(llama_server) -> None:
     """The banned lone-byte and special tokens never come out, even with sampling at temperature 1.5."""
-    body = {"model": llama_server.model_name, "prompt": "The train leaves", "max_tokens": 200,
-            "temperature": 1.5, "seed": 7, "ignore_eos": True}
-    req = urllib.request.Request(llama_server.base_url + "/v1/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    body = {
+        "model": llama_server.model_name,
+        "prompt": "The train leaves",
+        "max_tokens": 200,
+        "temperature": 1.5,
+        "seed": 7,
+        "ignore_eos": True,
+    }
+    req = urllib.request.Request(
+        llama_server.base_url + "/v1/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     answer = json.loads(urllib.request.urlopen(req, timeout=120).read())
     text = answer["choices"][0]["text"]
     assert answer["usage"]["completion_tokens"] == 200
@@ -140,8 +153,11 @@ def test_died_under_load(tiny_model, tmp_path: Path) -> None:
 
     def load() -> None:
         body = {"model": engine.model_name, "prompt": "hello", "max_tokens": 1500, "ignore_eos": True}
-        req = urllib.request.Request(engine.base_url + "/v1/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            engine.base_url + "/v1/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         try:
             urllib.request.urlopen(req, timeout=60).read()
         except Exception as exc:  # noqa: BLE001 - the request must fail; which error depends on timing
@@ -164,7 +180,7 @@ def test_died_under_load(tiny_model, tmp_path: Path) -> None:
     assert engine.stop().clean
 
 
-def test_engine_command_missing(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_engine_command_missing(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("SERVETUNE_LLAMA_SERVER", str(tmp_path / "no-llama-server"))
     with pytest.raises(EngineLaunchError) as info:
         launch(EngineConfig(engine="llamacpp", model="/m.gguf"), log_dir=tmp_path, startup_timeout_s=30)

@@ -35,9 +35,11 @@ def test_sglang_facts() -> None:
 
 
 def test_sglang_older_lines() -> None:
-    facts = parse_sglang_log("[2025-11-04 05:27:13 DP0 TP0 EP0] Load weight end. type=DeepseekV3ForCausalLM, "
-                             "dtype=torch.bfloat16, avail mem=75.11 GB, mem usage=107.07 GB.\n"
-                             "[2025-11-04 05:27:13 DP0 TP0 EP0] KV Cache is allocated. #tokens: 524288, "
-                             "KV size: 17.16 GB\n")
+    facts = parse_sglang_log(
+        "[2025-11-04 05:27:13 DP0 TP0 EP0] Load weight end. type=DeepseekV3ForCausalLM, "
+        "dtype=torch.bfloat16, avail mem=75.11 GB, mem usage=107.07 GB.\n"
+        "[2025-11-04 05:27:13 DP0 TP0 EP0] KV Cache is allocated. #tokens: 524288, "
+        "KV size: 17.16 GB\n"
+    )
     assert facts.weights_gib == 107.07 and facts.weights_load_s is None
     assert facts.kv_cache_tokens == 524288 and facts.available_kv_gib == 17.16

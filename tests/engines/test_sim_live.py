@@ -14,8 +14,12 @@ pytestmark = pytest.mark.engine
 
 
 def test_sim_serve_launches_checks_and_stops(tiny_model, tmp_path: Path) -> None:
-    cfg = EngineConfig(engine="sim", model=str(tiny_model.hf_dir), served_model_name="sim-tiny",
-                       flags={"max-model-len": 4096, "gpu": "H200", "time-scale": 100})
+    cfg = EngineConfig(
+        engine="sim",
+        model=str(tiny_model.hf_dir),
+        served_model_name="sim-tiny",
+        flags={"max-model-len": 4096, "gpu": "H200", "time-scale": 100},
+    )
     with launch(cfg, log_dir=tmp_path, startup_timeout_s=120) as engine:
         facts = engine.facts
         assert facts.engine == "sim" and facts.max_model_len == 4096

@@ -62,9 +62,11 @@ def _fails(cfg: EngineConfig, tmp_path: Path) -> EngineLaunchError:
 
 def test_kv_cache_too_small_for_max_model_len(tiny_model, tmp_path: Path) -> None:
     """4 MiB of KV cache holds ~2048 tokens; max_model_len 8192 needs 16 MiB: vLLM refuses and suggests a length."""
-    cfg = EngineConfig(model=str(tiny_model.hf_dir), served_model_name="servetune-tiny",
-                       flags={"max-model-len": 8192, "kv-cache-memory-bytes": 4 * 2**20, "max-num-seqs": 4,
-                              "enforce-eager": True})
+    cfg = EngineConfig(
+        model=str(tiny_model.hf_dir),
+        served_model_name="servetune-tiny",
+        flags={"max-model-len": 8192, "kv-cache-memory-bytes": 4 * 2**20, "max-num-seqs": 4, "enforce-eager": True},
+    )
     err = _fails(cfg, tmp_path)
     assert err.failure.klass == "kv_too_small"
     assert "max seq len (8192)" in err.failure.excerpt
@@ -74,9 +76,12 @@ def test_kv_cache_too_small_for_max_model_len(tiny_model, tmp_path: Path) -> Non
 
 def test_no_memory_for_cache_blocks(tiny_model, tmp_path: Path) -> None:
     """VLLM_CPU_KVCACHE_SPACE=0 on the CPU build leaves zero bytes for the KV cache."""
-    cfg = EngineConfig(model=str(tiny_model.hf_dir), served_model_name="servetune-tiny",
-                       flags={"max-model-len": 2048, "max-num-seqs": 4, "enforce-eager": True},
-                       env={"VLLM_CPU_KVCACHE_SPACE": "0"})
+    cfg = EngineConfig(
+        model=str(tiny_model.hf_dir),
+        served_model_name="servetune-tiny",
+        flags={"max-model-len": 2048, "max-num-seqs": 4, "enforce-eager": True},
+        env={"VLLM_CPU_KVCACHE_SPACE": "0"},
+    )
     err = _fails(cfg, tmp_path)
     assert err.failure.klass == "no_cache_memory"
     assert "No available memory for the cache blocks" in err.failure.excerpt

@@ -69,8 +69,10 @@ def test_facts_from_gpu_lines() -> None:
 
 
 def test_auto_fit_and_missing_facts() -> None:
-    facts = parse_vllm_log("INFO 11-30 10:00:00 [x.py:1] Auto-fit max_model_len: reduced from 262144 to 98304 "
-                           "to fit in available GPU memory")
+    facts = parse_vllm_log(
+        "INFO 11-30 10:00:00 [x.py:1] Auto-fit max_model_len: reduced from 262144 to 98304 "
+        "to fit in available GPU memory"
+    )
     assert facts.auto_fit_max_model_len == 98304
     empty = parse_vllm_log("")
     assert empty.engine == "vllm" and empty.kv_cache_tokens is None and empty.version is None
@@ -86,4 +88,9 @@ def test_real_h200_logs_of_vllm_0_24():
 
     # With MTP the drafter logs its own "Using max model len 262144": the target's length must win.
     mtp = parse_vllm_log((DATA / "vllm-0.24.0-h200-qwen36-27b-fp8kv-mtp2.log").read_text())
-    assert (mtp.max_model_len, mtp.block_size, mtp.kv_cache_tokens, mtp.max_concurrency) == (131072, 1600, 1_914_227, 14.6)
+    assert (mtp.max_model_len, mtp.block_size, mtp.kv_cache_tokens, mtp.max_concurrency) == (
+        131072,
+        1600,
+        1_914_227,
+        14.6,
+    )

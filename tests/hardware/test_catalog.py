@@ -29,8 +29,22 @@ def test_parse_gpu_arg(text: str, name: str, count: int) -> None:
 
 def test_catalog_covers_the_issue_list_with_sane_numbers() -> None:
     names = {g.name for g in CATALOG}
-    for needed in ("A100-40G-PCIe", "A100-40G-SXM", "A100-80G-PCIe", "A100-80G-SXM", "H100-PCIe", "H100-SXM", "H200",
-                   "V100-16G", "V100-32G", "A10G", "L4", "L40S", "RTX-4090", "RTX-3090"):
+    for needed in (
+        "A100-40G-PCIe",
+        "A100-40G-SXM",
+        "A100-80G-PCIe",
+        "A100-80G-SXM",
+        "H100-PCIe",
+        "H100-SXM",
+        "H200",
+        "V100-16G",
+        "V100-32G",
+        "A10G",
+        "L4",
+        "L40S",
+        "RTX-4090",
+        "RTX-3090",
+    ):
         assert needed in names
     for g in CATALOG:
         assert 0.9 < g.memory_bytes / (g.nominal_memory_gb * 1024**3) < 1.0  # CUDA total sits below the label

@@ -8,30 +8,47 @@ from servetune.load.workload import Workload
 from servetune.metrics.prometheus import ascrape
 
 
-async def test_completions_and_chat_against_llama_server(llama_server, tiny_model) -> None:  # noqa: ANN001
+async def test_completions_and_chat_against_llama_server(llama_server, tiny_model) -> None:
     url, model = llama_server.base_url, llama_server.model_name
     workload = Workload.synthetic(48, 16)
-    result = await run_load(url, model, workload, LoadShape.closed(2, requests=4, warmup_requests=1), tokenizer=str(tiny_model.tokenizer_json))
+    result = await run_load(
+        url,
+        model,
+        workload,
+        LoadShape.closed(2, requests=4, warmup_requests=1),
+        tokenizer=str(tiny_model.tokenizer_json),
+    )
     s = result.summary
-    assert s.completed == 4 and s.failed == 0, [(r.error, r.http_status, len(r.chunk_ns), (r.done_ns - r.sent_ns) / 1e9) for r in result.records]
+    assert s.completed == 4 and s.failed == 0, [
+        (r.error, r.http_status, len(r.chunk_ns), (r.done_ns - r.sent_ns) / 1e9) for r in result.records
+    ]
     assert s.output_tokens == 64 and s.validity.short_requests == 0, s.validity.warnings
     assert s.ttft_ms.count == 4 and s.itl_ms.count > 0 and s.tpot_ms.p50 > 0
     for r in result.records:
         assert r.output_tokens_source == "usage" and r.http_status == 200
         assert r.prompt_tokens_expected == 48 and r.prompt_tokens is not None
         assert r.tokenizer_output_tokens is not None  # the local tokenizer cross-checks usage
-    chat = await run_load(url, model, workload, LoadShape.closed(1, requests=2), endpoint="chat", extra_body={"temperature": 0})
+    chat = await run_load(
+        url, model, workload, LoadShape.closed(1, requests=2), endpoint="chat", extra_body={"temperature": 0}
+    )
     assert chat.summary.completed == 2 and chat.summary.ttfc_ms.count == 2
     snapshot = await ascrape(url)  # llama-server runs with --metrics in the shared fixture
     assert snapshot.samples
 
 
-async def test_completions_and_chat_against_vllm(vllm_server, tiny_model) -> None:  # noqa: ANN001
+async def test_completions_and_chat_against_vllm(vllm_server, tiny_model) -> None:
     """vLLM's own SSE: a role chunk first in chat, usage in a last chunk with no choices, [DONE]."""
     url, model = vllm_server.base_url, vllm_server.model_name
     workload = Workload.synthetic(32, 12)
     for endpoint in ("completions", "chat"):
-        result = await run_load(url, model, workload, LoadShape.closed(2, requests=4), endpoint=endpoint, tokenizer=str(tiny_model.tokenizer_json))  # type: ignore[arg-type]
+        result = await run_load(
+            url,
+            model,
+            workload,
+            LoadShape.closed(2, requests=4),
+            endpoint=endpoint,
+            tokenizer=str(tiny_model.tokenizer_json),
+        )  # type: ignore[arg-type]
         s = result.summary
         assert s.completed == 4 and s.failed == 0, [(r.error_class, r.error) for r in result.records]
         assert s.output_tokens == 48 and s.validity.short_requests == 0, s.validity.warnings

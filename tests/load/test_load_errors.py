@@ -19,7 +19,9 @@ WORKLOAD = Workload.synthetic(16, 8)
 async def _one(fault: dict, *, stream: bool = True, timeouts: Timeouts | None = None, endpoint: str = "completions"):
     async with running(FAST) as url:
         shape = LoadShape.closed(1, requests=1, timeouts=timeouts or Timeouts())
-        result = await run_load(url, "mock", WORKLOAD, shape, stream=stream, extra_body={"mock_fault": fault}, endpoint=endpoint)  # type: ignore[arg-type]
+        result = await run_load(
+            url, "mock", WORKLOAD, shape, stream=stream, extra_body={"mock_fault": fault}, endpoint=endpoint
+        )  # type: ignore[arg-type]
     [record] = result.records
     return record, result.summary
 

@@ -83,14 +83,18 @@ async def test_non_streamed_requests() -> None:
 async def test_api_key_and_extra_body_pass_through() -> None:
     async with running(MockConfig(ttft_ms=1, itl_ms=1, api_key="sekrit")) as url:
         denied = await run_load(url, "mock", W, LoadShape.closed(1, requests=1))
-        allowed = await run_load(url, "mock", W, LoadShape.closed(1, requests=1), api_key="sekrit", extra_body={"max_tokens": 3})
+        allowed = await run_load(
+            url, "mock", W, LoadShape.closed(1, requests=1), api_key="sekrit", extra_body={"max_tokens": 3}
+        )
     assert denied.summary.errors_by_class == {"http_4xx": 1}
     assert allowed.summary.completed == 1 and allowed.records[0].output_tokens == 3
 
 
 async def test_multi_turn_conversations_run_in_order() -> None:
     async with running(MockConfig(ttft_ms=2, itl_ms=1)) as url:
-        result = await run_load(url, "mock", Workload.multi_turn(3, 8, 4), LoadShape.closed(2, requests=4), endpoint="chat")
+        result = await run_load(
+            url, "mock", Workload.multi_turn(3, 8, 4), LoadShape.closed(2, requests=4), endpoint="chat"
+        )
     by_conv: dict[int, list] = {}
     for r in result.records:
         by_conv.setdefault(r.conversation, []).append(r)
@@ -103,7 +107,9 @@ async def test_multi_turn_conversations_run_in_order() -> None:
 
 async def test_goodput_and_sweep_stop_at_saturation() -> None:
     async with running(MockConfig(ttft_ms=5, itl_ms=1)) as url:
-        sweep = await run_sweep(url, "mock", W, LoadShape.open(1, duration_s=0.5), [20, 40, 3000], slos=Slos(ttft_ms=1000))
+        sweep = await run_sweep(
+            url, "mock", W, LoadShape.open(1, duration_s=0.5), [20, 40, 3000], slos=Slos(ttft_ms=1000)
+        )
     assert sweep.saturated_at == 3000 and "offered" in (sweep.reason or ""), sweep.reason
     assert sweep.points[0].result.summary.goodput == pytest.approx(sweep.points[0].result.summary.request_throughput)
 
@@ -120,7 +126,9 @@ def test_sync_wrapper() -> None:
 
     def serve() -> None:
         asyncio.set_event_loop(loop)
-        task = loop.create_task(serve_forever(MockConfig(ttft_ms=1, itl_ms=1), "127.0.0.1", 0, lambda p: (ports.append(p), ready.set())))
+        task = loop.create_task(
+            serve_forever(MockConfig(ttft_ms=1, itl_ms=1), "127.0.0.1", 0, lambda p: (ports.append(p), ready.set()))
+        )
         try:
             loop.run_until_complete(task)
         except asyncio.CancelledError:

@@ -28,7 +28,9 @@ def _events(crlf: bool, reasoning: bool) -> bytes:
 def _chunked(body: bytes, pieces: int) -> bytes:
     head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
     step = max(1, len(body) // pieces)
-    frames = b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + step]), body[i : i + step]) for i in range(0, len(body), step))
+    frames = b"".join(
+        b"%x\r\n%s\r\n" % (len(body[i : i + step]), body[i : i + step]) for i in range(0, len(body), step)
+    )
     return head + frames + b"0\r\n\r\n"
 
 

@@ -19,15 +19,20 @@ QWEN = Path(__file__).resolve().parents[3] / "shared" / "models" / "qwen3-32b" /
 """The locally trained tokenizer in the shared/ folder beside the repository (there in CI too)."""
 
 
-def _tokenizers(tiny_model) -> list[str]:  # noqa: ANN001
+def _tokenizers(tiny_model) -> list[str]:
     return [str(tiny_model.tokenizer_json)] + ([str(QWEN)] if QWEN.is_file() else [])
 
 
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
-async def test_exact_input_tokens_with_a_local_tokenizer(tiny_model, endpoint: str) -> None:  # noqa: ANN001
+async def test_exact_input_tokens_with_a_local_tokenizer(tiny_model, endpoint: str) -> None:
     for path in _tokenizers(tiny_model):
         tok = LocalTokenizer(path)
-        workload = Workload.mix([RequestClass(name="a", input_tokens=Dist(kind="uniform", mean=300, std=100)), RequestClass(name="b", input_tokens=37)])
+        workload = Workload.mix(
+            [
+                RequestClass(name="a", input_tokens=Dist(kind="uniform", mean=300, std=100)),
+                RequestClass(name="b", input_tokens=37),
+            ]
+        )
         factory = RequestFactory(workload, tok, endpoint)  # type: ignore[arg-type]
         for i in range(12):
             [turn] = (await factory.conversation(i)).turns
@@ -35,7 +40,7 @@ async def test_exact_input_tokens_with_a_local_tokenizer(tiny_model, endpoint: s
             assert tok.count_one(text) == turn.prompt_tokens, (path, i)
 
 
-async def test_exact_long_document(tiny_model) -> None:  # noqa: ANN001
+async def test_exact_long_document(tiny_model) -> None:
     tok = LocalTokenizer(str(tiny_model.tokenizer_json))
     factory = RequestFactory(Workload.long_document(32_768), tok, "completions")
     [turn] = (await factory.conversation(0)).turns
@@ -53,7 +58,9 @@ async def test_exact_input_tokens_with_the_server_tokenize() -> None:
 
 async def test_same_seed_same_requests_other_seed_other_requests() -> None:
     async def first(seed: int) -> list:
-        factory = RequestFactory(Workload.synthetic(64, Dist(kind="lognormal", mean=100, std=50), seed=seed), WordCounter(), "completions")
+        factory = RequestFactory(
+            Workload.synthetic(64, Dist(kind="lognormal", mean=100, std=50), seed=seed), WordCounter(), "completions"
+        )
         return [(await factory.conversation(i)).turns for i in range(5)]
 
     assert await first(1) == await first(1)
@@ -61,7 +68,11 @@ async def test_same_seed_same_requests_other_seed_other_requests() -> None:
 
 
 async def test_traffic_mix_follows_weights() -> None:
-    classes = [RequestClass(name="short", weight=0.65, input_tokens=8), RequestClass(name="medium", weight=0.25, input_tokens=16), RequestClass(name="long", weight=0.10, input_tokens=32)]
+    classes = [
+        RequestClass(name="short", weight=0.65, input_tokens=8),
+        RequestClass(name="medium", weight=0.25, input_tokens=16),
+        RequestClass(name="long", weight=0.10, input_tokens=32),
+    ]
     factory = RequestFactory(Workload.mix(classes), WordCounter(), "completions")
     seen = Counter([(await factory.conversation(i)).cls for i in range(2000)])
     assert abs(seen["short"] / 2000 - 0.65) < 0.04 and abs(seen["long"] / 2000 - 0.10) < 0.03
@@ -85,13 +96,29 @@ async def test_multi_turn_history_grows() -> None:
 
 async def test_jsonl_and_sharegpt_files(tmp_path: Path) -> None:
     jsonl = tmp_path / "r.jsonl"
-    jsonl.write_text(json.dumps({"prompt": "a b c", "max_tokens": 7}) + "\n" + json.dumps({"messages": [{"role": "user", "content": "x y"}]}) + "\n")
+    jsonl.write_text(
+        json.dumps({"prompt": "a b c", "max_tokens": 7})
+        + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": "x y"}]})
+        + "\n"
+    )
     factory = RequestFactory(Workload.from_file(str(jsonl)), WordCounter(), "chat")
     first, second = [(await factory.conversation(i)).turns[0] for i in range(2)]
     assert first.fields == {"messages": [{"role": "user", "content": "a b c"}]} and first.max_tokens == 7
     assert second.fields["messages"][0]["content"] == "x y"
     share = tmp_path / "s.json"
-    share.write_text(json.dumps([{"conversations": [{"from": "human", "value": "hello there"}, {"from": "gpt", "value": "one two three four"}]}]))
+    share.write_text(
+        json.dumps(
+            [
+                {
+                    "conversations": [
+                        {"from": "human", "value": "hello there"},
+                        {"from": "gpt", "value": "one two three four"},
+                    ]
+                }
+            ]
+        )
+    )
     [turn] = (await RequestFactory(Workload.from_file(str(share)), WordCounter(), "completions").conversation(0)).turns
     assert turn.fields == {"prompt": "hello there"} and turn.max_tokens == 4
 

@@ -11,7 +11,9 @@ from servetune.metrics.summary import Stat, summarize
 MS = 1_000_000
 
 
-def rec(index: int, sent_ms: float, chunks_ms: list[float], done_ms: float, n: int | None = None, **kw) -> RequestRecord:
+def rec(
+    index: int, sent_ms: float, chunks_ms: list[float], done_ms: float, n: int | None = None, **kw
+) -> RequestRecord:
     return RequestRecord(
         index=index,
         sent_ns=int(sent_ms * MS),

@@ -21,23 +21,26 @@ async def test_routes() -> None:
             assert models["data"][0]["id"] == "m"
             tok = await (await s.post(url + "/tokenize", json={"prompt": "a b c"})).json()
             assert tok["count"] == 3
-            answer = await (await s.post(url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})).json()
-            assert answer["choices"][0]["message"]["content"] == " tok" * 3 and answer["usage"]["completion_tokens"] == 3
+            answer = await (
+                await s.post(url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+            ).json()
+            assert (
+                answer["choices"][0]["message"]["content"] == " tok" * 3 and answer["usage"]["completion_tokens"] == 3
+            )
             assert (await s.post(url + "/nope", json={})).status == 404
             assert (await s.post(url + "/v1/completions", data=b"{not json")).status == 400
 
 
 async def test_send_times_follow_the_injected_truth() -> None:
     """The truth the client benchmark measures against: first byte at TTFT, then one token per ITL."""
-    async with running(MockConfig(ttft_ms=40, itl_ms=8)) as url:
-        async with aiohttp.ClientSession() as s:
-            body = {"prompt": "x", "max_tokens": 6, "stream": True}
-            t0 = time.monotonic()
-            stamps = []
-            async with s.post(url + "/v1/completions", json=body) as resp:
-                async for line in resp.content:
-                    if line.startswith(b"data: {"):
-                        stamps.append(time.monotonic() - t0)
+    async with running(MockConfig(ttft_ms=40, itl_ms=8)) as url, aiohttp.ClientSession() as s:
+        body = {"prompt": "x", "max_tokens": 6, "stream": True}
+        t0 = time.monotonic()
+        stamps = []
+        async with s.post(url + "/v1/completions", json=body) as resp:
+            async for line in resp.content:
+                if line.startswith(b"data: {"):
+                    stamps.append(time.monotonic() - t0)
     assert len(stamps) == 6
     assert 0.039 < stamps[0] < 0.050
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
@@ -45,7 +48,12 @@ async def test_send_times_follow_the_injected_truth() -> None:
 
 
 def test_cli_reports_a_bad_fault_without_traceback() -> None:
-    proc = subprocess.run([sys.executable, "-m", "servetune", "mock-server", "--fault", "explode"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "servetune", "mock-server", "--fault", "explode"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "unknown mock fault" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -55,7 +63,7 @@ def test_bench_cli_against_a_closed_port_is_a_user_error() -> None:
     assert proc.returncode == 2 and "cannot connect" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_bench_cli_end_to_end(tmp_path) -> None:  # noqa: ANN001
+def test_bench_cli_end_to_end(tmp_path) -> None:
     server = subprocess.Popen([sys.executable, "-m", "servetune", "mock-server", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"],
                               stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:

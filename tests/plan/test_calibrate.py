@@ -46,9 +46,13 @@ def test_check_and_fit_move_the_model_onto_the_log() -> None:
     plan = plan_for(cfg, gpu, 2, vllm_version="0.24.0", with_fixes=False)
     figures = read_startup_log(TP2_LOG)
     check = check_overhead(
-        requested_bytes=plan.requested_bytes, weights_bytes=plan.weights_bytes_per_gpu, overhead=plan.overhead,
-        available_model_bytes=plan.available_kv_bytes, uncertainty_bytes=plan.available_kv_high_bytes - plan.available_kv_bytes,
-        figures=figures, total_bytes=gpu.memory_bytes,
+        requested_bytes=plan.requested_bytes,
+        weights_bytes=plan.weights_bytes_per_gpu,
+        overhead=plan.overhead,
+        available_model_bytes=plan.available_kv_bytes,
+        uncertainty_bytes=plan.available_kv_high_bytes - plan.available_kv_bytes,
+        figures=figures,
+        total_bytes=gpu.memory_bytes,
     )
     assert abs(check.weights_model_gib - 25.20) < 0.01
     fitted = fit_overhead(OverheadModel(), check, plan.overhead)
@@ -59,9 +63,26 @@ def test_check_and_fit_move_the_model_onto_the_log() -> None:
 
 def test_from_log_cli_reproduces_the_published_lines() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "servetune", "plan", "--model", "qwen3-14b", "--gpu", "H100", "--max-model-len", "32768",
-         "--vllm-version", "0.11.0", "--from-log", str(LOGS / "lmcache-1739-qwen3-14b.log"), "--json"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "servetune",
+            "plan",
+            "--model",
+            "qwen3-14b",
+            "--gpu",
+            "H100",
+            "--max-model-len",
+            "32768",
+            "--vllm-version",
+            "0.11.0",
+            "--from-log",
+            str(LOGS / "lmcache-1739-qwen3-14b.log"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["lines_reproduced"] is True
@@ -71,9 +92,15 @@ def test_from_log_cli_reproduces_the_published_lines() -> None:
 def test_flags_from_the_non_default_args_line() -> None:
     from servetune.plan.calibrate import flags_from_log
 
-    line = ("(APIServer pid=1) INFO 07-06 22:50:34 [api_utils.py:273] non-default args: {'model_tag': 'm', 'host': '0.0.0.0', "
-            "'max_model_len': 131072, 'kv_cache_dtype': 'fp8', 'enable_prefix_caching': True, 'load_format': 'dummy', "
-            "'language_model_only': True}")
-    assert flags_from_log(line) == {"max-model-len": 131072, "kv-cache-dtype": "fp8", "enable-prefix-caching": True,
-                                    "language-model-only": True}
+    line = (
+        "(APIServer pid=1) INFO 07-06 22:50:34 [api_utils.py:273] non-default args: {'model_tag': 'm', 'host': '0.0.0.0', "
+        "'max_model_len': 131072, 'kv_cache_dtype': 'fp8', 'enable_prefix_caching': True, 'load_format': 'dummy', "
+        "'language_model_only': True}"
+    )
+    assert flags_from_log(line) == {
+        "max-model-len": 131072,
+        "kv-cache-dtype": "fp8",
+        "enable-prefix-caching": True,
+        "language-model-only": True,
+    }
     assert flags_from_log("no such line") == {}

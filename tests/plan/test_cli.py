@@ -14,9 +14,23 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_plan_json_uses_vllm_flag_names() -> None:
-    out = run("plan", "--model", "qwen3.6-27b", "--gpu", "A100-80G-SXMx2", "--max-model-len", "128K",
-              "--language-model-only", "--kv-cache-dtype", "fp8", "--speculative-config",
-              '{"method": "mtp", "num_speculative_tokens": 2}', "--vllm-version", "0.24.0", "--json")
+    out = run(
+        "plan",
+        "--model",
+        "qwen3.6-27b",
+        "--gpu",
+        "A100-80G-SXMx2",
+        "--max-model-len",
+        "128K",
+        "--language-model-only",
+        "--kv-cache-dtype",
+        "fp8",
+        "--speculative-config",
+        '{"method": "mtp", "num_speculative_tokens": 2}',
+        "--vllm-version",
+        "0.24.0",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     assert plan["feasible"] and plan["tensor_parallel_size"] == 2 and plan["max_model_len"] == 131072
@@ -24,8 +38,19 @@ def test_plan_json_uses_vllm_flag_names() -> None:
 
 
 def test_plan_table_from_a_measured_available_figure() -> None:
-    out = run("plan", "--model", "qwen3-14b", "--gpu", "H100", "--max_model_len", "32768", "--vllm-version", "0.11.0",
-              "--available-kv", "6.51")
+    out = run(
+        "plan",
+        "--model",
+        "qwen3-14b",
+        "--gpu",
+        "H100",
+        "--max_model_len",
+        "32768",
+        "--vllm-version",
+        "0.11.0",
+        "--available-kv",
+        "6.51",
+    )
     assert out.returncode == 0, out.stderr
     assert "GPU KV cache size: 42,656 tokens" in out.stdout
     assert "Maximum concurrency for 32,768 tokens per request: 1.30x" in out.stdout

@@ -36,7 +36,7 @@ def test_device_log_reproduced(log: Path) -> None:
     figures, exact, modelled = _plans(log)
     if figures.block_size is not None:
         assert exact.block_size == figures.block_size
-    assert exact.log_lines == figures.log_lines[-len(exact.log_lines):]
+    assert exact.log_lines == figures.log_lines[-len(exact.log_lines) :]
     assert f"{exact.weights_bytes_per_gpu / GiB:.2f}" == f"{figures.weights_gib:.2f}"
     logged = figures.available_kv_gib
     assert logged is not None

@@ -30,12 +30,18 @@ def _replan(txt: Path) -> dict:
             rest.append(argv[i])
             i += 1
     gpu, n = parse_gpu_arg(opts["--gpu"])
-    plan = plan_for(EngineConfig(model=opts["--model"], flags=parse_vllm_argv(rest)), gpu, n,
-                    vllm_version=opts.get("--vllm-version"))
+    plan = plan_for(
+        EngineConfig(model=opts["--model"], flags=parse_vllm_argv(rest)),
+        gpu,
+        n,
+        vllm_version=opts.get("--vllm-version"),
+    )
     return plan.model_dump(mode="json")
 
 
-@pytest.mark.parametrize("txt", sorted(p for p in EXAMPLES.glob("*.txt") if p.name != "summary.txt"), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "txt", sorted(p for p in EXAMPLES.glob("*.txt") if p.name != "summary.txt"), ids=lambda p: p.stem
+)
 def test_committed_example_is_current(txt: Path) -> None:
     committed = json.loads(txt.with_suffix(".json").read_text())
     fresh = _replan(txt)

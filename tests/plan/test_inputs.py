@@ -8,8 +8,10 @@ from servetune.errors import ServetuneError
 from servetune.plan.inputs import human_readable_int, inputs_from_flags
 
 
-@pytest.mark.parametrize(("text", "value"), [("128k", 128_000), ("128K", 131_072), ("25.6k", 25_600), ("1M", 2**20),
-                                             ("32768", 32768), (4096, 4096)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("128k", 128_000), ("128K", 131_072), ("25.6k", 25_600), ("1M", 2**20), ("32768", 32768), (4096, 4096)],
+)
 def test_human_readable_int(text: object, value: int) -> None:
     assert human_readable_int(text) == value
 
@@ -22,11 +24,17 @@ def test_bad_numbers_say_how_to_write_them() -> None:
 
 
 def test_flags_by_vllm_names_and_aliases() -> None:
-    inp = inputs_from_flags({
-        "max_model_len": "128K", "tp": 2, "kv-cache-dtype": "fp8", "--enable-prefix-caching": True,
-        "speculative-config": '{"method": "mtp", "num_speculative_tokens": 2}', "limit-mm-per-prompt": {"image": 0, "video": 0},
-        "max-num-batched-tokens": "8k",
-    })
+    inp = inputs_from_flags(
+        {
+            "max_model_len": "128K",
+            "tp": 2,
+            "kv-cache-dtype": "fp8",
+            "--enable-prefix-caching": True,
+            "speculative-config": '{"method": "mtp", "num_speculative_tokens": 2}',
+            "limit-mm-per-prompt": {"image": 0, "video": 0},
+            "max-num-batched-tokens": "8k",
+        }
+    )
     assert inp.max_model_len == 131072 and inp.tensor_parallel_size == 2 and inp.kv_fp8
     assert inp.enable_prefix_caching and inp.num_speculative_tokens == 2 and inp.speculative_method == "mtp"
     assert inp.language_model_only and inp.max_num_batched_tokens == 8000

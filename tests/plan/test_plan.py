@@ -36,9 +36,17 @@ def test_version_differences() -> None:
 
 
 def test_mtp_and_fp8_kv_change_blocks() -> None:
-    bf16 = plan("qwen3.6-27b", "A100-80G-SXMx2", "0.24.0", max_model_len="128K", language_model_only=True,
-                speculative_config={"method": "mtp", "num_speculative_tokens": 2})
-    fp8 = plan("qwen3.6-27b", "A100-80G-SXMx2", "0.24.0", max_model_len="128K", language_model_only=True, kv_cache_dtype="fp8")
+    bf16 = plan(
+        "qwen3.6-27b",
+        "A100-80G-SXMx2",
+        "0.24.0",
+        max_model_len="128K",
+        language_model_only=True,
+        speculative_config={"method": "mtp", "num_speculative_tokens": 2},
+    )
+    fp8 = plan(
+        "qwen3.6-27b", "A100-80G-SXMx2", "0.24.0", max_model_len="128K", language_model_only=True, kv_cache_dtype="fp8"
+    )
     assert bf16.block_size == 800 and bf16.layout.group_size == 17 and bf16.blocks_per_request == 173
     assert fp8.block_size == 1568 and fp8.blocks_per_request == 87
     assert "attention-backend" in fp8.serve_flags  # A100: FlashAttention cannot read FP8 KV
@@ -99,13 +107,22 @@ def test_moe_mla_and_pp_plan() -> None:
 def test_auto_max_model_len_and_given_kv() -> None:
     p = plan("qwen2-7b", "A10G", max_model_len="auto")
     assert p.feasible and p.max_model_len < 131072
-    given = plan_for(EngineConfig(model=str(bundled_model("qwen2-7b"))), get_gpu("A10G"), available_kv_bytes=8 * 1024**3)
+    given = plan_for(
+        EngineConfig(model=str(bundled_model("qwen2-7b"))), get_gpu("A10G"), available_kv_bytes=8 * 1024**3
+    )
     assert given.available_kv_source == "given" and given.available_kv_bytes == 8 * 1024**3
 
 
 def test_commands_use_vllm_spelling() -> None:
-    p = plan("qwen3.6-27b", "A100-80G-SXMx2", "0.24.0", max_model_len="128K", language_model_only=True,
-             speculative_config={"method": "mtp", "num_speculative_tokens": 2}, enable_prefix_caching=False)
+    p = plan(
+        "qwen3.6-27b",
+        "A100-80G-SXMx2",
+        "0.24.0",
+        max_model_len="128K",
+        language_model_only=True,
+        speculative_config={"method": "mtp", "num_speculative_tokens": 2},
+        enable_prefix_caching=False,
+    )
     assert p.serve_command.startswith("vllm serve ")
     assert "--tensor-parallel-size 2 --max-model-len 131072" in p.serve_command
     assert "--no-enable-prefix-caching" in p.serve_command and "--language-model-only" in p.serve_command
@@ -116,8 +133,14 @@ def test_commands_use_vllm_spelling() -> None:
 def test_max_model_len_beyond_the_model_needs_the_env_var(tmp_path) -> None:  # type: ignore[no-untyped-def]
     p = plan("qwen3-32b", "H200", max_model_len="128K")
     assert not p.feasible and any("VLLM_ALLOW_LONG_MAX_MODEL_LEN" in r for r in p.reasons)
-    allowed = plan_for(EngineConfig(model=str(bundled_model("qwen3-32b")), flags={"max-model-len": "128K"},
-                                    env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}), get_gpu("H200"))
+    allowed = plan_for(
+        EngineConfig(
+            model=str(bundled_model("qwen3-32b")),
+            flags={"max-model-len": "128K"},
+            env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
+        ),
+        get_gpu("H200"),
+    )
     assert allowed.feasible
     import json
 
@@ -154,7 +177,9 @@ def test_weights_per_gpu_match_vllm_model_loading_line() -> None:
     from pathlib import Path
 
     cfg = Path(__file__).parents[1] / "model" / "configs" / "llama-3.1-8b.json"
-    p = plan_for(EngineConfig(model=str(cfg), flags={"max-model-len": 20000}), get_gpu("RTX-3090"), vllm_version="0.11.0")
+    p = plan_for(
+        EngineConfig(model=str(cfg), flags={"max-model-len": 20000}), get_gpu("RTX-3090"), vllm_version="0.11.0"
+    )
     assert f"{p.weights_bytes_per_gpu / 1024**3:.4f}" == "14.9888"
 
 

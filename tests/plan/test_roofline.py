@@ -37,8 +37,10 @@ def test_batching_amortises_weights_and_long_context_costs_more() -> None:
     one = decode_step_time(costs, gpu, batch=1, context=2048)
     many = decode_step_time(costs, gpu, batch=64, context=2048)
     assert many.seconds < 64 * one.seconds / 10
-    assert decode_step_time(costs, gpu, batch=8, context=[1000] * 4 + [100_000] * 4).seconds > \
-        decode_step_time(costs, gpu, batch=8, context=1000).seconds
+    assert (
+        decode_step_time(costs, gpu, batch=8, context=[1000] * 4 + [100_000] * 4).seconds
+        > decode_step_time(costs, gpu, batch=8, context=1000).seconds
+    )
     assert one.comm_s > 0  # TP2 all-reduces
 
 
@@ -56,7 +58,10 @@ def test_prefill_is_compute_bound_and_quadratic_term_counts() -> None:
 def test_moe_reads_only_touched_experts() -> None:
     costs = model_costs(load_model_spec("qwen3-30b-a3b"), tp=1)
     gpu = get_gpu("H100")
-    assert decode_step_time(costs, gpu, batch=1, context=1).bytes < 0.2 * decode_step_time(costs, gpu, batch=512, context=1).bytes
+    assert (
+        decode_step_time(costs, gpu, batch=1, context=1).bytes
+        < 0.2 * decode_step_time(costs, gpu, batch=512, context=1).bytes
+    )
 
 
 def test_efficiency_profile_roundtrip(tmp_path: Path) -> None:
@@ -78,8 +83,9 @@ def test_efficiency_profile_roundtrip(tmp_path: Path) -> None:
         ("RTX-3090", 1, "awq", 60, 39),
     ],
 )
-def test_ideal_decode_matches_the_reference_calculator(gpu: str, tp: int, quant: str | None, ideal_1k: int,
-                                                       ideal_128k: int) -> None:
+def test_ideal_decode_matches_the_reference_calculator(
+    gpu: str, tp: int, quant: str | None, ideal_1k: int, ideal_128k: int
+) -> None:
     """Qwen3.6-27B single-stream ceilings from the shared reference's independent calculator (section 5.2)."""
     costs = model_costs(load_model_spec("qwen3.6-27b", language_model_only=True, quantization=quant), tp=tp)
     g = get_gpu(gpu)

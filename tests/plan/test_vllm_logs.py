@@ -15,8 +15,13 @@ GIB = 1024**3
 
 
 def _plan(model: str, gpu: str, flags: dict, version: str, available: int):
-    return plan_for(EngineConfig(model=str(bundled_model(model)), flags=flags), get_gpu(gpu), 1,
-                    vllm_version=version, available_kv_bytes=available)
+    return plan_for(
+        EngineConfig(model=str(bundled_model(model)), flags=flags),
+        get_gpu(gpu),
+        1,
+        vllm_version=version,
+        available_kv_bytes=available,
+    )
 
 
 def test_issue_40691_qwen35_27b_v0190() -> None:
@@ -65,9 +70,13 @@ def test_lmcache_1739_qwen3_14b_dense() -> None:
 def test_pr_13596_dense_block_count_lines() -> None:
     """vllm-project/vllm#13596 (the PR that introduced the line): 127,626 blocks at max_model_len 2048 print
     `GPU KV cache size: 2,042,016 tokens` and `Maximum concurrency for 2,048 tokens per request: 997.08x`."""
-    plan = plan_for(EngineConfig(model=str(bundled_model("llama-3-8b")),
-                                 flags={"max-model-len": 2048, "num-gpu-blocks-override": 127_626}),
-                    get_gpu("H100"), vllm_version="0.11.0")
+    plan = plan_for(
+        EngineConfig(
+            model=str(bundled_model("llama-3-8b")), flags={"max-model-len": 2048, "num-gpu-blocks-override": 127_626}
+        ),
+        get_gpu("H100"),
+        vllm_version="0.11.0",
+    )
     assert plan.log_lines == [
         "GPU KV cache size: 2,042,016 tokens",
         "Maximum concurrency for 2,048 tokens per request: 997.08x",
@@ -103,10 +112,20 @@ def test_club3090_612_qwen36_35b_a3b_v0240() -> None:
     from servetune.hardware.catalog import parse_gpu_arg
 
     gpu, _ = parse_gpu_arg("custom:mem=31.4,bw=1792,tflops=209,cc=12.0")
-    flags = {"max-model-len": 131072, "kv-cache-dtype": "fp8", "enable-prefix-caching": True, "max-num-seqs": 1,
-             "max-num-batched-tokens": 8192}
-    plan = plan_for(EngineConfig(model=str(bundled_model("qwen3.6-35b-a3b")), flags=flags), gpu, 1,
-                    vllm_version="0.24.0", available_kv_bytes=round(5.98 * GIB))
+    flags = {
+        "max-model-len": 131072,
+        "kv-cache-dtype": "fp8",
+        "enable-prefix-caching": True,
+        "max-num-seqs": 1,
+        "max-num-batched-tokens": 8192,
+    }
+    plan = plan_for(
+        EngineConfig(model=str(bundled_model("qwen3.6-35b-a3b")), flags=flags),
+        gpu,
+        1,
+        vllm_version="0.24.0",
+        available_kv_bytes=round(5.98 * GIB),
+    )
     assert plan.block_size == 2096  # 16 x cdiv(2,146,304 B GDN state, 16 x 1,024 B fp8 K+V per token)
     assert (plan.num_blocks, plan.blocks_per_request) == (299, 63 + 3 * 2)
     assert plan.log_lines == [

@@ -20,7 +20,7 @@ FAMILY = "sleep 300 & sleep 300 & (sleep 300 &) ; echo started; wait"
 """A leader with children and a grandchild (re-parented to init when its subshell exits)."""
 
 
-def _wait_for(pred, timeout_s: float = 10.0) -> bool:  # noqa: ANN001
+def _wait_for(pred, timeout_s: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if pred():
@@ -67,8 +67,9 @@ def test_stop_is_idempotent(tmp_path: Path) -> None:
 
 
 def test_env_is_added(tmp_path: Path) -> None:
-    group = ProcessGroup.start(["bash", "-c", "echo value=$SERVETUNE_X"], log_path=tmp_path / "g.log",
-                               env={"SERVETUNE_X": "42"})
+    group = ProcessGroup.start(
+        ["bash", "-c", "echo value=$SERVETUNE_X"], log_path=tmp_path / "g.log", env={"SERVETUNE_X": "42"}
+    )
     assert _wait_for(lambda: group.poll() is not None)
     group.stop()
     assert "value=42" in (tmp_path / "g.log").read_text()
@@ -87,8 +88,11 @@ _PARENT = textwrap.dedent("""
 
 
 def _parent(tmp_path: Path, tail: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen([sys.executable, "-c", _PARENT.format(tail=tail), str(tmp_path / "child.log")],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PARENT.format(tail=tail), str(tmp_path / "child.log")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline())
 

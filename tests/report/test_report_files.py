@@ -14,11 +14,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tune"))
 
-from tune_synthetic import experiment, records  # noqa: E402
+from tune_synthetic import experiment, records
 
-from servetune.report.files import write_reports  # noqa: E402
-from servetune.tune.rank import rank  # noqa: E402
-from servetune.tune.recommend import recommend  # noqa: E402
+from servetune.report.files import write_reports
+from servetune.tune.rank import rank
+from servetune.tune.recommend import recommend
 
 
 @pytest.fixture(scope="module")

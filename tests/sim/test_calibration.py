@@ -23,8 +23,11 @@ from servetune.sim.virtual import RequestSpec, run_virtual
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAGS = ["--max-model-len", "32768", "--language-model-only"]
-TRUTH = StepCoefficients(efficiency=Efficiency(bandwidth=0.85, mfu_prefill=0.45, step_overhead_s=0.001),
-                         per_seq_overhead_s=5e-5, request_overhead_s=0.008)
+TRUTH = StepCoefficients(
+    efficiency=Efficiency(bandwidth=0.85, mfu_prefill=0.45, step_overhead_s=0.001),
+    per_seq_overhead_s=5e-5,
+    request_overhead_s=0.008,
+)
 POINTS = {"decode": (1, [(1024, 128)] * 3), "prefill": (1, [(8192, 8)] * 2), "load": (16, [(512, 64)] * 32)}
 
 
@@ -39,10 +42,22 @@ def write_measured(directory: Path) -> None:
         with (directory / f"{name}.jsonl").open("w") as f:
             for i, t in enumerate(sim.timelines):
                 chunks = [int((c + 5) * 1e9) for c in t.chunk_times]
-                f.write(json.dumps({"index": i, "phase": "measure", "sent_ns": int((t.sent + 5) * 1e9),
-                                    "chunk_ns": chunks, "done_ns": chunks[-1], "prompt_tokens": lengths[i][0],
-                                    "output_tokens": t.output_tokens, "error_class": None,
-                                    "concurrency": conc}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "index": i,
+                            "phase": "measure",
+                            "sent_ns": int((t.sent + 5) * 1e9),
+                            "chunk_ns": chunks,
+                            "done_ns": chunks[-1],
+                            "prompt_tokens": lengths[i][0],
+                            "output_tokens": t.output_tokens,
+                            "error_class": None,
+                            "concurrency": conc,
+                        }
+                    )
+                    + "\n"
+                )
 
 
 def test_fit_recovers_measured_speeds(tmp_path: Path) -> None:
@@ -60,17 +75,62 @@ def test_calibrate_and_estimate_commands(tmp_path: Path) -> None:
     write_measured(tmp_path / "A")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     profile = tmp_path / "profile.json"
-    cal = subprocess.run([sys.executable, "-m", "servetune", "calibrate", str(tmp_path / "A"), "--model", "qwen3.6-27b",
-                          "--gpu", "H200", "--vllm-version", "0.24.0", "--iters", "20", "--out", str(profile)],
-                         capture_output=True, text=True, env=env, timeout=120)
+    cal = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "servetune",
+            "calibrate",
+            str(tmp_path / "A"),
+            "--model",
+            "qwen3.6-27b",
+            "--gpu",
+            "H200",
+            "--vllm-version",
+            "0.24.0",
+            "--iters",
+            "20",
+            "--out",
+            str(profile),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert cal.returncode == 0, cal.stderr
     loaded = CalibrationProfile.load(profile)
     assert loaded.gpu == "H200" and loaded.engine_version == "0.24.0" and len(loaded.fitted_on) == 3
-    est = subprocess.run([sys.executable, "-m", "servetune", "estimate", "qwen3.6-27b", *FLAGS, "--gpu", "H200",
-                          "--calibration", str(profile), "--num-requests", "50", "--concurrency", "8", "--json"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    est = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "servetune",
+            "estimate",
+            "qwen3.6-27b",
+            *FLAGS,
+            "--gpu",
+            "H200",
+            "--calibration",
+            str(profile),
+            "--num-requests",
+            "50",
+            "--concurrency",
+            "8",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert est.returncode == 0, est.stderr
     assert json.loads(est.stdout)["completed"] == 50
-    bad = subprocess.run([sys.executable, "-m", "servetune", "estimate", "qwen3.6-27b", "--gpu", "H200"],
-                         capture_output=True, text=True, env=env, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "servetune", "estimate", "qwen3.6-27b", "--gpu", "H200"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--concurrency" in bad.stderr

@@ -12,8 +12,16 @@ from servetune.sim.deployment import build_deployment
 from servetune.sim.estimate import SimWorkload, estimate, estimate_config
 from servetune.sim.flags import parse_sim_args
 
-BASE = ["qwen3.6-27b", "--tensor-parallel-size", "2", "--max-model-len", "131072", "--language-model-only",
-        "--gpu", "A100-80G-SXM"]
+BASE = [
+    "qwen3.6-27b",
+    "--tensor-parallel-size",
+    "2",
+    "--max-model-len",
+    "131072",
+    "--language-model-only",
+    "--gpu",
+    "A100-80G-SXM",
+]
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +30,9 @@ def deployment():
 
 
 def test_capacity_equals_the_planner(deployment) -> None:
-    cfg = EngineConfig(model="qwen3.6-27b", flags={"tensor-parallel-size": 2, "max-model-len": 131072,
-                                                   "language-model-only": True})
+    cfg = EngineConfig(
+        model="qwen3.6-27b", flags={"tensor-parallel-size": 2, "max-model-len": 131072, "language-model-only": True}
+    )
     plan = plan_for(cfg, get_gpu("A100-80G-SXM"), 2)
     assert deployment.limits.num_blocks == plan.num_blocks
     assert deployment.limits.block_size == plan.block_size
@@ -56,8 +65,10 @@ def test_max_num_seqs_caps_concurrency() -> None:
     dep = build_deployment(parse_sim_args([*BASE, "--max-num-seqs", "8"]))
     result = estimate(dep, SimWorkload(num_requests=64, input_len=512, output_len=64, concurrency=32))
     assert result.max_running == 8
-    wide = estimate(build_deployment(parse_sim_args(BASE)),
-                    SimWorkload(num_requests=64, input_len=512, output_len=64, concurrency=32))
+    wide = estimate(
+        build_deployment(parse_sim_args(BASE)),
+        SimWorkload(num_requests=64, input_len=512, output_len=64, concurrency=32),
+    )
     assert wide.max_running == 32
     assert result.ttft_ms.p50 > wide.ttft_ms.p50
 
@@ -66,19 +77,26 @@ def test_speculative_decoding_speeds_up_decode() -> None:
     spec = '{"method":"mtp","num_speculative_tokens":2}'
     workload = SimWorkload(num_requests=4, input_len=1024, output_len=256, concurrency=1)
     plain = estimate(build_deployment(parse_sim_args(BASE)), workload)
-    mtp = estimate(build_deployment(parse_sim_args([*BASE, "--speculative-config", spec,
-                                                    "--acceptance-rate", "0.8"])), workload)
+    mtp = estimate(
+        build_deployment(parse_sim_args([*BASE, "--speculative-config", spec, "--acceptance-rate", "0.8"])), workload
+    )
     assert mtp.tpot_ms.p50 < 0.8 * plain.tpot_ms.p50
 
 
 def test_estimate_config_api_and_bad_input() -> None:
-    cfg = EngineConfig(engine="sim", model="qwen3.6-27b",
-                       flags={"tensor-parallel-size": 2, "max-model-len": "128K", "language-model-only": True})
+    cfg = EngineConfig(
+        engine="sim",
+        model="qwen3.6-27b",
+        flags={"tensor-parallel-size": 2, "max-model-len": "128K", "language-model-only": True},
+    )
     result = estimate_config(cfg, SimWorkload(num_requests=20, concurrency=4), gpu="A100-80G-SXM")
     assert result.completed == 20 and result.output_throughput > 0
     with pytest.raises(ServetuneError):
-        estimate_config(cfg.with_flags(max_model_len=262144, gpu_memory_utilization=0.33),
-                        SimWorkload(num_requests=2, concurrency=1), gpu="A100-80G-SXM")
+        estimate_config(
+            cfg.with_flags(max_model_len=262144, gpu_memory_utilization=0.33),
+            SimWorkload(num_requests=2, concurrency=1),
+            gpu="A100-80G-SXM",
+        )
 
 
 def test_vllm_log_parser_reads_the_simulators_startup(deployment) -> None:
@@ -97,13 +115,21 @@ def test_estimate_for_a_load_room_workload() -> None:
     from servetune.load.workload import Workload
     from servetune.sim.estimate import estimate_load
 
-    cfg = EngineConfig(model="qwen3.6-27b", flags={"tensor-parallel-size": 2, "max-model-len": 131072,
-                                                   "language-model-only": True, "enable-prefix-caching": True})
+    cfg = EngineConfig(
+        model="qwen3.6-27b",
+        flags={
+            "tensor-parallel-size": 2,
+            "max-model-len": 131072,
+            "language-model-only": True,
+            "enable-prefix-caching": True,
+        },
+    )
     shared = Workload.shared_prefix(4000, 2000, 16, seed=1)
     result = estimate_load(cfg, shared, LoadShape(kind="concurrency", concurrency=4, requests=40), gpu="A100-80G-SXM")
     assert result.completed == 40 and result.prefix_cache_hit_rate > 0.4
-    poisson = estimate_load(cfg, Workload.synthetic(512, 64), LoadShape(kind="rate", rate=2.0, requests=30),
-                            gpu="A100-80G-SXM")
+    poisson = estimate_load(
+        cfg, Workload.synthetic(512, 64), LoadShape(kind="rate", rate=2.0, requests=30), gpu="A100-80G-SXM"
+    )
     assert poisson.completed == 30 and poisson.duration_s > 10
 
 

@@ -140,9 +140,9 @@ def test_without_chunked_prefill_a_prompt_waits_for_a_whole_budget() -> None:
 def test_async_scheduling_admits_a_busy_engines_arrivals_one_step_later() -> None:
     from dataclasses import replace
 
+    from servetune.sim.deployment import build_deployment
     from servetune.sim.engine import SimEngine
     from servetune.sim.flags import parse_sim_args
-    from servetune.sim.deployment import build_deployment
 
     dep = build_deployment(parse_sim_args(["qwen3.6-27b", "--max-model-len", "8192", "--gpu", "H200"]))
     first_scheduled = {}

@@ -23,8 +23,13 @@ def _digest(path: Path) -> str:
 
 def test_build_writes_all_files_and_is_deterministic(tmp_path: Path, tiny_model) -> None:
     fresh = build_tiny_model(tmp_path / "again")
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                 "generation_config.json"):
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "generation_config.json",
+    ):
         assert (fresh.hf_dir / name).is_file()
         assert _digest(fresh.hf_dir / name) == _digest(tiny_model.hf_dir / name), name
     assert _digest(fresh.gguf_path) == _digest(tiny_model.gguf_path)

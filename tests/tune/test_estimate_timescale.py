@@ -91,31 +91,62 @@ def test_time_scaled_results_are_converted_to_simulated_time() -> None:
     assert time_scale(EngineConfig(engine="sim", model="m")) == 1.0
     measured = ProbeResult(
         probe="load_curve",
-        figures={"ttft_ms": 5.0, "ttft_s": 0.01, "output_tok_s": 2000.0, "goodput_rps": 40.0,
-                 "hit_rate_pct": 80.0, "saturation_concurrency": 8.0, "passed": 1.0, "tpot_ms": None},
+        figures={
+            "ttft_ms": 5.0,
+            "ttft_s": 0.01,
+            "output_tok_s": 2000.0,
+            "goodput_rps": 40.0,
+            "hit_rate_pct": 80.0,
+            "saturation_concurrency": 8.0,
+            "passed": 1.0,
+            "tpot_ms": None,
+        },
         points=[{"concurrency": 4.0, "request_rps": 20.0, "ttft_p99_ms": 10.0, "error_rate": 0.0}],
     )
     out = to_simulated_time(measured, 20.0)
-    assert out.figures == {"ttft_ms": 100.0, "ttft_s": 0.2, "output_tok_s": 100.0, "goodput_rps": 2.0,
-                           "hit_rate_pct": 80.0, "saturation_concurrency": 8.0, "passed": 1.0, "tpot_ms": None}
+    assert out.figures == {
+        "ttft_ms": 100.0,
+        "ttft_s": 0.2,
+        "output_tok_s": 100.0,
+        "goodput_rps": 2.0,
+        "hit_rate_pct": 80.0,
+        "saturation_concurrency": 8.0,
+        "passed": 1.0,
+        "tpot_ms": None,
+    }
     assert out.points == [{"concurrency": 4.0, "request_rps": 1.0, "ttft_p99_ms": 200.0, "error_rate": 0.0}]
     assert any("time-scale 20" in note for note in out.notes)
     assert to_simulated_time(measured, 1.0) is measured
     assert wall_clock_slos({"ttft_p99_ms": 2000.0, "error_rate": 0.0, "memory_headroom_pct": 5.0}, 20.0) == {
-        "ttft_p99_ms": 100.0, "error_rate": 0.0, "memory_headroom_pct": 5.0}
+        "ttft_p99_ms": 100.0,
+        "error_rate": 0.0,
+        "memory_headroom_pct": 5.0,
+    }
 
 
 def test_the_store_keeps_the_time_scale_and_reads_old_folders(tmp_path: Path) -> None:
     old = tmp_path / "old.db"
     with sqlite3.connect(old) as db:  # a store written before runs recorded the time scale
-        db.execute("CREATE TABLE runs (variant_key TEXT NOT NULL, probe TEXT NOT NULL, repeat INTEGER NOT NULL,"
-                   " result TEXT NOT NULL, wall_s REAL NOT NULL, finished REAL NOT NULL,"
-                   " PRIMARY KEY (variant_key, probe, repeat))")
-        db.execute("INSERT INTO runs VALUES ('k', 'decode_speed', 0, ?, 1.0, 0)",
-                   (ProbeResult(probe="decode_speed").model_dump_json(),))
+        db.execute(
+            "CREATE TABLE runs (variant_key TEXT NOT NULL, probe TEXT NOT NULL, repeat INTEGER NOT NULL,"
+            " result TEXT NOT NULL, wall_s REAL NOT NULL, finished REAL NOT NULL,"
+            " PRIMARY KEY (variant_key, probe, repeat))"
+        )
+        db.execute(
+            "INSERT INTO runs VALUES ('k', 'decode_speed', 0, ?, 1.0, 0)",
+            (ProbeResult(probe="decode_speed").model_dump_json(),),
+        )
     store = Store(old)
-    store.add_run(RunResult(variant_key="k", probe="decode_speed", repeat=1, wall_s=1.0, time_scale=20.0,
-                            result=ProbeResult(probe="decode_speed", figures={"output_tok_s": 50.0})))
+    store.add_run(
+        RunResult(
+            variant_key="k",
+            probe="decode_speed",
+            repeat=1,
+            wall_s=1.0,
+            time_scale=20.0,
+            result=ProbeResult(probe="decode_speed", figures={"output_tok_s": 50.0}),
+        )
+    )
     runs = {r.repeat: r for r in store.runs("k")}
     store.close()
     assert runs[0].time_scale == 1.0 and runs[1].time_scale == 20.0

@@ -73,8 +73,14 @@ def test_a_sim_winner_prints_the_real_vllm_command() -> None:
 
     exp = experiment()
     recs = [r for r in records() if r.status == "done"]
-    sim_flags = {"gpu": "A100-80G-SXM", "time-scale": 20, "calibration": "p.json", "acceptance-rate": 0.75,
-                 "vllm-version": "0.19.1", "seed": 3}
+    sim_flags = {
+        "gpu": "A100-80G-SXM",
+        "time-scale": 20,
+        "calibration": "p.json",
+        "acceptance-rate": 0.75,
+        "vllm-version": "0.19.1",
+        "seed": 3,
+    }
     for record in recs:
         config = record.variant.config
         record.variant = record.variant.model_copy(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -21,7 +20,7 @@ def _floats(text: str, what: str) -> list[float]:
         raise ServetuneError(f"bad {what} list {text!r}", "write numbers separated by commas, e.g. 1,2,4,8") from None
 
 
-def _mix(text: str):  # noqa: ANN202
+def _mix(text: str):
     """`short:0.65:256:128,medium:0.25:2048:256,long:0.10:16384:512` → request classes (name:weight:in:out)."""
     from servetune.load.workload import RequestClass
 
@@ -31,7 +30,9 @@ def _mix(text: str):  # noqa: ANN202
         try:
             name, weight, n_in, n_out = parts[0], float(parts[1]), int(parts[2]), int(parts[3])
         except (IndexError, ValueError):
-            raise ServetuneError(f"bad traffic class {item!r}", "write classes as name:weight:input_tokens:output_tokens") from None
+            raise ServetuneError(
+                f"bad traffic class {item!r}", "write classes as name:weight:input_tokens:output_tokens"
+            ) from None
         classes.append(RequestClass(name=name, weight=weight, input_tokens=n_in, output_tokens=n_out))
     return classes
 
@@ -41,38 +42,44 @@ def bench(
     model: str = typer.Option(..., "--model", help="Model name the server serves"),
     endpoint: str = typer.Option("completions", help="completions or chat"),
     stream: bool = typer.Option(True, "--stream/--no-stream"),
-    api_key: Optional[str] = typer.Option(None, envvar="OPENAI_API_KEY", help="Bearer token"),
-    extra_body: Optional[str] = typer.Option(None, help='JSON merged into every request, e.g. \'{"temperature":0}\''),
-    tokenizer: Optional[str] = typer.Option(None, help="tokenizer.json path or model dir, 'server' (/tokenize), 'words'"),
+    api_key: str | None = typer.Option(None, envvar="OPENAI_API_KEY", help="Bearer token"),
+    extra_body: str | None = typer.Option(None, help="JSON merged into every request, e.g. '{\"temperature\":0}'"),
+    tokenizer: str | None = typer.Option(
+        None, help="tokenizer.json path or model dir, 'server' (/tokenize), 'words'"
+    ),
     input_tokens: int = typer.Option(256, help="Input tokens per request (exact with a tokenizer)"),
     output_tokens: int = typer.Option(128, help="Output tokens per request"),
     output_std: float = typer.Option(0.0, help="Output length standard deviation (normal distribution) ; 0 = fixed"),
     prefix_tokens: int = typer.Option(0, help="Shared prefix tokens (a long system prompt), counted in input-tokens"),
     prefix_groups: int = typer.Option(1, help="Number of different shared prefixes"),
     turns: int = typer.Option(1, help="Turns per conversation (multi-turn)"),
-    mix: Optional[str] = typer.Option(None, help="Traffic mix name:weight:in:out,... (overrides input/output tokens)"),
-    dataset: Optional[Path] = typer.Option(None, help="Requests from a JSONL or ShareGPT JSON file"),
+    mix: str | None = typer.Option(None, help="Traffic mix name:weight:in:out,... (overrides input/output tokens)"),
+    dataset: Path | None = typer.Option(None, help="Requests from a JSONL or ShareGPT JSON file"),
     output_control: str = typer.Option("ignore_eos", help="ignore_eos, min_tokens or none"),
     seed: int = typer.Option(0),
-    concurrency: Optional[int] = typer.Option(None, help="Closed loop: requests in flight"),
-    rate: Optional[float] = typer.Option(None, help="Open loop: requests per second (inf: all at once)"),
+    concurrency: int | None = typer.Option(None, help="Closed loop: requests in flight"),
+    rate: float | None = typer.Option(None, help="Open loop: requests per second (inf: all at once)"),
     arrival: str = typer.Option("poisson", help="poisson, gamma or constant"),
     burstiness: float = typer.Option(1.0, help="Gamma shape (1 = Poisson, <1 burstier)"),
-    max_concurrency: Optional[int] = typer.Option(None, help="Cap on requests in flight (open loop)"),
-    requests: Optional[int] = typer.Option(None, help="Measured requests"),
-    duration: Optional[float] = typer.Option(None, help="Measured seconds"),
+    max_concurrency: int | None = typer.Option(None, help="Cap on requests in flight (open loop)"),
+    requests: int | None = typer.Option(None, help="Measured requests"),
+    duration: float | None = typer.Option(None, help="Measured seconds"),
     warmup_requests: int = typer.Option(0),
     warmup_s: float = typer.Option(0.0),
     cooldown_s: float = typer.Option(0.0),
-    sweep: Optional[str] = typer.Option(None, help="Concurrencies or rates to sweep, e.g. 1,2,4,8,16 (stops at saturation)"),
+    sweep: str | None = typer.Option(
+        None, help="Concurrencies or rates to sweep, e.g. 1,2,4,8,16 (stops at saturation)"
+    ),
     connect_timeout: float = typer.Option(10.0),
     first_token_timeout: float = typer.Option(600.0),
     inter_token_timeout: float = typer.Option(120.0),
-    goodput: Optional[str] = typer.Option(None, help="SLOs in ms, vLLM syntax: 'ttft:500 tpot:50 e2el:10000'"),
+    goodput: str | None = typer.Option(None, help="SLOs in ms, vLLM syntax: 'ttft:500 tpot:50 e2el:10000'"),
     percentiles: str = typer.Option("50,90,95,99"),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the summary (and config) as JSON"),
-    jsonl_out: Optional[Path] = typer.Option(None, "--jsonl", help="Write every request's record as JSONL"),
-    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write per-request rows as CSV (a sweep: one row per level)"),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the summary (and config) as JSON"),
+    jsonl_out: Path | None = typer.Option(None, "--jsonl", help="Write every request's record as JSONL"),
+    csv_out: Path | None = typer.Option(
+        None, "--csv", help="Write per-request rows as CSV (a sweep: one row per level)"
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity."""
@@ -91,31 +98,55 @@ def bench(
         try:
             body = json.loads(extra_body)
         except ValueError as err:
-            raise ServetuneError(f"--extra-body is not JSON: {err}", 'e.g. --extra-body \'{"temperature": 0}\'') from None
+            raise ServetuneError(
+                f"--extra-body is not JSON: {err}", "e.g. --extra-body '{\"temperature\": 0}'"
+            ) from None
     out: int | Dist = Dist(kind="normal", mean=output_tokens, std=output_std) if output_std else output_tokens
     if dataset is not None:
         workload = Workload.from_file(str(dataset), seed=seed)
     elif mix:
         workload = Workload.mix(_mix(mix), seed=seed)
     else:
-        klass = RequestClass(input_tokens=input_tokens, output_tokens=out, shared_prefix_tokens=prefix_tokens, prefix_groups=prefix_groups, turns=turns)
+        klass = RequestClass(
+            input_tokens=input_tokens,
+            output_tokens=out,
+            shared_prefix_tokens=prefix_tokens,
+            prefix_groups=prefix_groups,
+            turns=turns,
+        )
         workload = Workload(seed=seed, classes=(klass,))
     workload = workload.model_copy(update={"output_control": output_control})
     timeouts = Timeouts(connect_s=connect_timeout, first_token_s=first_token_timeout, inter_token_s=inter_token_timeout)
-    common = dict(requests=requests, duration_s=duration, warmup_requests=warmup_requests, warmup_s=warmup_s, cooldown_s=cooldown_s, seed=seed, timeouts=timeouts)
+    common = dict(
+        requests=requests,
+        duration_s=duration,
+        warmup_requests=warmup_requests,
+        warmup_s=warmup_s,
+        cooldown_s=cooldown_s,
+        seed=seed,
+        timeouts=timeouts,
+    )
     if concurrency is not None:
         shape = LoadShape.closed(concurrency, **common)
     else:
         shape = LoadShape.open(rate, arrival=arrival, burstiness=burstiness, max_concurrency=max_concurrency, **common)  # type: ignore[arg-type]
     slos = Slos.parse(goodput) if goodput else None
-    kwargs = dict(endpoint=endpoint, stream=stream, api_key=api_key, extra_body=body, tokenizer=tokenizer, slos=slos, percentiles=tuple(_floats(percentiles, "percentile")))
+    kwargs = dict(
+        endpoint=endpoint,
+        stream=stream,
+        api_key=api_key,
+        extra_body=body,
+        tokenizer=tokenizer,
+        slos=slos,
+        percentiles=tuple(_floats(percentiles, "percentile")),
+    )
     if sweep:
         _sweep(url, model, workload, shape, _floats(sweep, "sweep"), kwargs, json_out, csv_out, progress)
         return
     _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress)
 
 
-def _run(coro):  # noqa: ANN001, ANN202
+def _run(coro):
     import asyncio
 
     try:
@@ -125,14 +156,14 @@ def _run(coro):  # noqa: ANN001, ANN202
     return uvloop.run(coro)
 
 
-def _print_summary(summary, title: str) -> None:  # noqa: ANN001
+def _print_summary(summary, title: str) -> None:
     from servetune.metrics.render import summary_lines
 
     for line in summary_lines(summary, title):
         typer.secho(line, fg="yellow" if line.startswith("WARNING") else None)
 
 
-def _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress) -> None:  # noqa: ANN001
+def _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress) -> None:
     from servetune.load.runner import run_load
     from servetune.metrics.export import write_jsonl, write_requests_csv
 
@@ -147,13 +178,15 @@ def _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, p
         write_requests_csv(result.records, csv_out)
 
 
-def _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progress) -> None:  # noqa: ANN001
+def _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progress) -> None:
     from servetune.load.sweep import run_sweep
     from servetune.metrics.export import summary_row, write_summary_csv
     from servetune.metrics.render import summary_lines
 
     result = _run(run_sweep(url, model, workload, shape, levels, progress=progress, **kwargs))
-    typer.echo(f"{'level':>8}{'req/s':>10}{'out tok/s':>12}{'p50 ttft':>10}{'p99 ttft':>10}{'p50 tpot':>10}{'failed':>8}")
+    typer.echo(
+        f"{'level':>8}{'req/s':>10}{'out tok/s':>12}{'p50 ttft':>10}{'p99 ttft':>10}{'p50 tpot':>10}{'failed':>8}"
+    )
     for p in result.points:
         s = p.result.summary
         typer.echo(
@@ -168,7 +201,9 @@ def _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progr
     if json_out:
         json_out.write_text(result.to_json())
     if csv_out:
-        write_summary_csv([summary_row(p.result.summary, level=p.level, kind=shape.kind) for p in result.points], csv_out)
+        write_summary_csv(
+            [summary_row(p.result.summary, level=p.level, kind=shape.kind) for p in result.points], csv_out
+        )
 
 
 def mock_server(
@@ -179,10 +214,12 @@ def mock_server(
     itl_ms: float = typer.Option(10.0),
     output_tokens: int = typer.Option(128, help="Answer length when a request gives no max_tokens"),
     reasoning_tokens: int = typer.Option(0, help="Chat answers start with this many reasoning tokens"),
-    fault: list[str] = typer.Option([], help="Misbehave: kind[:after=N][:seconds=S][:status=CODE][:every=N]; repeatable"),
+    fault: list[str] = typer.Option(
+        [], help="Misbehave: kind[:after=N][:seconds=S][:status=CODE][:every=N]; repeatable"
+    ),
     precise: bool = typer.Option(True, "--precise/--coarse", help="Spin to exact send times (costs a little CPU)"),
     uvloop: bool = typer.Option(False, "--uvloop", help="Run on uvloop (cheaper, ms timer resolution)"),
-    api_key: Optional[str] = typer.Option(None, help="Require this bearer token on /v1/ routes"),
+    api_key: str | None = typer.Option(None, help="Require this bearer token on /v1/ routes"),
 ) -> None:
     """A fast OpenAI-compatible streaming server with fixed TTFT and ITL, for measuring clients and tests."""
     import asyncio
@@ -196,7 +233,9 @@ def mock_server(
     )  # fmt: skip
 
     def ready(bound: int) -> None:
-        typer.echo(f"mock server ready on http://{host}:{bound} (model {model}, ttft {ttft_ms} ms, itl {itl_ms} ms)", err=True)
+        typer.echo(
+            f"mock server ready on http://{host}:{bound} (model {model}, ttft {ttft_ms} ms, itl {itl_ms} ms)", err=True
+        )
 
     coro = serve_forever(config, host, port, ready)
     try:

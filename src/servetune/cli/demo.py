@@ -38,6 +38,8 @@ def demo(
     try:
         outcome = tune_demo(out, resume=resume, emit=lambda line: console.print(line, markup=False, highlight=False))
     except KeyboardInterrupt:
-        typer.secho(f"\ninterrupted: finished runs are kept in {out}; continue with `servetune demo --resume`", err=True)
+        typer.secho(
+            f"\ninterrupted: finished runs are kept in {out}; continue with `servetune demo --resume`", err=True
+        )
         raise typer.Exit(130) from None
     print_outcome(outcome)

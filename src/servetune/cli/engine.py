@@ -39,7 +39,7 @@ def parse_extra_flags(args: list[str]) -> dict[str, str | bool]:
     return flags
 
 
-def _config(engine: str, model: str | None, served: str | None, tiny: bool, extra: list[str]):  # noqa: ANN202
+def _config(engine: str, model: str | None, served: str | None, tiny: bool, extra: list[str]):
     from servetune.engines.config import EngineConfig
 
     if tiny:
@@ -50,11 +50,15 @@ def _config(engine: str, model: str | None, served: str | None, tiny: bool, extr
         served = served or built.served_name
     if not model:
         raise ServetuneError("no model given", "pass --model PATH (or --tiny for servetune's tiny test model)")
-    return EngineConfig(engine=engine, model=model, served_model_name=served,  # type: ignore[arg-type]
-                        flags=parse_extra_flags(extra))
+    return EngineConfig(
+        engine=engine,
+        model=model,
+        served_model_name=served,  # type: ignore[arg-type]
+        flags=parse_extra_flags(extra),
+    )
 
 
-def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):  # noqa: ANN001, ANN202
+def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):
     from rich.console import Console
     from rich.markup import escape
 
@@ -62,11 +66,17 @@ def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):  #
 
     console = Console(stderr=True)
     console.print(f"[bold]launching[/] {cfg.engine} {cfg.model} (logs in {log_dir})")
-    return launch(cfg, log_dir=log_dir, startup_timeout_s=timeout, host=host, port=port,
-                  on_progress=lambda msg: console.print(f"  [dim]{escape(msg)}[/]", highlight=False))
+    return launch(
+        cfg,
+        log_dir=log_dir,
+        startup_timeout_s=timeout,
+        host=host,
+        port=port,
+        on_progress=lambda msg: console.print(f"  [dim]{escape(msg)}[/]", highlight=False),
+    )
 
 
-def _print_report(report) -> None:  # noqa: ANN001
+def _print_report(report) -> None:
     from rich.console import Console
     from rich.table import Table
 

@@ -20,7 +20,9 @@ def _available(text: str | None) -> int | None:
     try:
         value = float(raw)
     except ValueError as err:
-        raise ServetuneError(f"--available-kv {text!r} is not a number", "give GiB as vLLM logs it (71.16) or bytes") from err
+        raise ServetuneError(
+            f"--available-kv {text!r} is not a number", "give GiB as vLLM logs it (71.16) or bytes"
+        ) from err
     return int(value) if value >= 2**20 else round(value * 1024**3)
 
 
@@ -33,13 +35,29 @@ def register(app: typer.Typer) -> None:
     )
     def plan(
         ctx: typer.Context,
-        model: str = typer.Option(..., "--model", help="Model directory or config.json (or a bundled name, e.g. qwen3.6-27b)."),
-        gpu: str = typer.Option("local", "--gpu", help="GPU model and count: A100-80G-SXMx2, H200, 2xL40S, local (NVML), custom:mem=..,bw=..,tflops=.."),
-        vllm_version: str = typer.Option(None, "--vllm-version", help="vLLM release to follow (0.11 to 0.33; latest by default)."),
-        available_kv: str = typer.Option(None, "--available-kv", help="Measured 'Available KV cache memory' (GiB or bytes): skips the overhead model."),
-        from_log: str = typer.Option(None, "--from-log", help="A vLLM startup log: reproduce its capacity lines from its "
-                                     "'Available KV cache memory' (flags from its 'non-default args' line unless "
-                                     "given here) and compare the overhead model with it."),
+        model: str = typer.Option(
+            ..., "--model", help="Model directory or config.json (or a bundled name, e.g. qwen3.6-27b)."
+        ),
+        gpu: str = typer.Option(
+            "local",
+            "--gpu",
+            help="GPU model and count: A100-80G-SXMx2, H200, 2xL40S, local (NVML), custom:mem=..,bw=..,tflops=..",
+        ),
+        vllm_version: str = typer.Option(
+            None, "--vllm-version", help="vLLM release to follow (0.11 to 0.33; latest by default)."
+        ),
+        available_kv: str = typer.Option(
+            None,
+            "--available-kv",
+            help="Measured 'Available KV cache memory' (GiB or bytes): skips the overhead model.",
+        ),
+        from_log: str = typer.Option(
+            None,
+            "--from-log",
+            help="A vLLM startup log: reproduce its capacity lines from its "
+            "'Available KV cache memory' (flags from its 'non-default args' line unless "
+            "given here) and compare the overhead model with it.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     ) -> None:
         """Plan a vLLM deployment: does it fit, how many requests at max_model_len, how fast, which flags.
@@ -92,24 +110,40 @@ def _against_log(cfg: Any, gpu: Any, count: int, version: str | None, path: str,
     try:
         text = Path(path).read_text(errors="replace")
     except OSError as err:
-        raise ServetuneError(f"cannot read --from-log {path}: {err.strerror}", "pass the path of a vLLM startup log") from err
+        raise ServetuneError(
+            f"cannot read --from-log {path}: {err.strerror}", "pass the path of a vLLM startup log"
+        ) from err
     figures = read_startup_log(text)
     cfg = cfg.model_copy(update={"flags": {**flags_from_log(text), **cfg.flags}})  # flags given here win
     if figures.available_kv_gib is None:
-        raise ServetuneError(f"{path} has no 'Available KV cache memory' line", "pass the log of a vLLM start that got that far")
+        raise ServetuneError(
+            f"{path} has no 'Available KV cache memory' line", "pass the log of a vLLM start that got that far"
+        )
     version = version or figures.version
     exact = plan_for(cfg, gpu, count, vllm_version=version, available_kv_bytes=available_bytes(figures))
     modelled = plan_for(cfg, gpu, count, vllm_version=version, with_fixes=False)
     check = check_overhead(
-        requested_bytes=modelled.requested_bytes, weights_bytes=modelled.weights_bytes_per_gpu, overhead=modelled.overhead,
+        requested_bytes=modelled.requested_bytes,
+        weights_bytes=modelled.weights_bytes_per_gpu,
+        overhead=modelled.overhead,
         available_model_bytes=modelled.available_kv_bytes,
-        uncertainty_bytes=modelled.available_kv_high_bytes - modelled.available_kv_bytes, figures=figures,
+        uncertainty_bytes=modelled.available_kv_high_bytes - modelled.available_kv_bytes,
+        figures=figures,
         total_bytes=gpu.memory_bytes,
     )
-    match = bool(figures.log_lines) and exact.log_lines == figures.log_lines[-len(exact.log_lines):]
+    match = bool(figures.log_lines) and exact.log_lines == figures.log_lines[-len(exact.log_lines) :]
     if as_json:
-        typer.echo(json.dumps({"lines_reproduced": match, "logged": figures.model_dump(), "check": check.model_dump(),
-                               "plan": exact.model_dump(mode="json")}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "lines_reproduced": match,
+                    "logged": figures.model_dump(),
+                    "check": check.model_dump(),
+                    "plan": exact.model_dump(mode="json"),
+                },
+                indent=2,
+            )
+        )
         return
     from rich.console import Console
 

@@ -40,8 +40,10 @@ def sim_serve(ctx: typer.Context) -> None:
         raise typer.Exit(0)
     args = parse_sim_args(list(ctx.args))
     dep = build_deployment(args)
-    _vllm_log(f"servetune sim-serve (pid {os.getpid()}): simulating vLLM on {args.tensor_parallel_size}x{args.gpu}"
-              f", time scale {args.time_scale}")
+    _vllm_log(
+        f"servetune sim-serve (pid {os.getpid()}): simulating vLLM on {args.tensor_parallel_size}x{args.gpu}"
+        f", time scale {args.time_scale}"
+    )
     for line in dep.startup_lines():
         _vllm_log(line)
     try:
@@ -85,9 +87,16 @@ def estimate(ctx: typer.Context) -> None:
         raise ServetuneError("estimate needs a load shape", "add --concurrency N or --request-rate R")
     args = parse_sim_args(rest)
     dep = build_deployment(args)
-    workload = SimWorkload(num_requests=wl.num_requests, input_len=wl.input_len, output_len=wl.output_len,
-                           spread=wl.spread, shared_prefix_len=wl.shared_prefix_len, concurrency=wl.concurrency,
-                           request_rate=wl.request_rate, seed=wl.workload_seed)
+    workload = SimWorkload(
+        num_requests=wl.num_requests,
+        input_len=wl.input_len,
+        output_len=wl.output_len,
+        spread=wl.spread,
+        shared_prefix_len=wl.shared_prefix_len,
+        concurrency=wl.concurrency,
+        request_rate=wl.request_rate,
+        seed=wl.workload_seed,
+    )
     result = run_estimate(dep, workload)
     if wl.json:
         typer.echo(result.model_dump_json(indent=2))
@@ -99,8 +108,12 @@ def estimate(ctx: typer.Context) -> None:
     table.add_column("metric")
     for col in ("mean", "p50", "p90", "p99"):
         table.add_column(col, justify="right")
-    for name, dist in (("TTFT ms", result.ttft_ms), ("TPOT ms", result.tpot_ms), ("ITL ms", result.itl_ms),
-                       ("E2EL ms", result.e2el_ms)):
+    for name, dist in (
+        ("TTFT ms", result.ttft_ms),
+        ("TPOT ms", result.tpot_ms),
+        ("ITL ms", result.itl_ms),
+        ("E2EL ms", result.e2el_ms),
+    ):
         table.add_row(name, *(f"{getattr(dist, c):.1f}" for c in ("mean", "p50", "p90", "p99")))
     console = Console()
     console.print(table)
@@ -115,8 +128,11 @@ def estimate(ctx: typer.Context) -> None:
 def calibrate(
     results: list[Path] = typer.Argument(..., help="Result directories of measured runs (per-point *.jsonl)."),
     out: Path = typer.Option(..., "--out", help="Where to write the calibration profile (JSON)."),
-    model: str = typer.Option(..., "--model", help="Model the runs served: a directory with config.json or a "
-                              "bundled name such as qwen3.6-27b."),
+    model: str = typer.Option(
+        ...,
+        "--model",
+        help="Model the runs served: a directory with config.json or a bundled name such as qwen3.6-27b.",
+    ),
     gpu: str = typer.Option("H200", "--gpu", help="GPU the runs ran on."),
     vllm_version: str = typer.Option(None, "--vllm-version", help="vLLM release of the runs, e.g. 0.24.0."),
     points: str = typer.Option("", "--points", help="Comma-separated point names to fit on (default: all)."),
@@ -125,8 +141,14 @@ def calibrate(
     """Fit the simulator's step-time coefficients to measured runs and save a calibration profile."""
     from servetune.sim.fitting import calibrate_dirs
 
-    profile = calibrate_dirs(results, model=model, gpu=gpu, vllm_version=vllm_version,
-                             points=[p for p in points.split(",") if p] or None, iters=iters)
+    profile = calibrate_dirs(
+        results,
+        model=model,
+        gpu=gpu,
+        vllm_version=vllm_version,
+        points=[p for p in points.split(",") if p] or None,
+        iters=iters,
+    )
     profile.save(out)
     typer.echo(f"calibration profile written to {out}")
     for name, errs in profile.fit_errors.items():
@@ -138,4 +160,3 @@ def register(app: typer.Typer) -> None:
     app.command("sim-serve", context_settings=PASSTHROUGH, add_help_option=False)(sim_serve)
     app.command("estimate", context_settings=PASSTHROUGH, add_help_option=False)(estimate)
     app.command("calibrate")(calibrate)
-

@@ -18,9 +18,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from servetune.engines.readiness import entry_max_model_len, model_entries
 
-_WORDS = ("the cache holds keys and values for every token of every running request while the scheduler "
-          "decides how many prompt tokens fit into each step of the engine and a long document arrives with "
-          "tables numbers names places dates questions answers notes and footnotes").split()
+_WORDS = ["the", "cache", "holds", "keys", "and", "values", "for", "every", "token", "of", "every", "running", "request", "while", "the", "scheduler", "decides", "how", "many", "prompt", "tokens", "fit", "into", "each", "step", "of", "the", "engine", "and", "a", "long", "document", "arrives", "with", "tables", "numbers", "names", "places", "dates", "questions", "answers", "notes", "and", "footnotes"]
 LONG_CONTEXT_MAX_TOKENS = 8
 """Output tokens asked of the long-context request: enough to prove decoding after a long prefill."""
 
@@ -61,8 +59,9 @@ def _request(base_url: str, path: str, body: dict | None, timeout_s: float, api_
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    req = urllib.request.Request(base_url.rstrip("/") + path, data=data, headers=headers,
-                                 method="POST" if body is not None else "GET")
+    req = urllib.request.Request(
+        base_url.rstrip("/") + path, data=data, headers=headers, method="POST" if body is not None else "GET"
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
             return json.loads(resp.read())
@@ -85,8 +84,10 @@ def _timed(name: str, fn: Callable[[], tuple[bool, str]]) -> CheckStep:
 
 def count_tokens(base_url: str, model: str, text: str, api_key: str | None = None) -> int | None:
     """The server's own token count for `text` (vLLM and SGLang `/tokenize`, llama.cpp `/tokenize`)."""
-    attempts = (({"model": model, "prompt": text, "add_special_tokens": False}, "count"),
-                ({"content": text, "add_special": False}, "tokens"))
+    attempts = (
+        ({"model": model, "prompt": text, "add_special_tokens": False}, "count"),
+        ({"content": text, "add_special": False}, "tokens"),
+    )
     for body, key in attempts:
         try:
             answer = _request(base_url, "/tokenize", body, 60.0, api_key)
@@ -117,8 +118,9 @@ def long_prompt(base_url: str, model: str, tokens: int, api_key: str | None = No
     return " ".join(words[:n])
 
 
-def run_check(base_url: str, model: str, *, long_context_tokens: int | None, api_key: str | None = None,
-              timeout_s: float = 600.0) -> CheckReport:
+def run_check(
+    base_url: str, model: str, *, long_context_tokens: int | None, api_key: str | None = None, timeout_s: float = 600.0
+) -> CheckReport:
     """Runs the steps in order against a running server; later steps still run when one fails."""
     base_url = base_url.rstrip("/").removesuffix("/v1")
     found: dict = {}
@@ -133,9 +135,18 @@ def run_check(base_url: str, model: str, *, long_context_tokens: int | None, api
         return True, f"serves {model!r}, max_model_len={mml}" if mml else f"serves {model!r} (no max_model_len)"
 
     def short_chat() -> tuple[bool, str]:
-        answer = _request(base_url, "/v1/chat/completions", {
-            "model": model, "messages": [{"role": "user", "content": "Say hello in five words."}],
-            "max_tokens": 16, "temperature": 0}, timeout_s, api_key)
+        answer = _request(
+            base_url,
+            "/v1/chat/completions",
+            {
+                "model": model,
+                "messages": [{"role": "user", "content": "Say hello in five words."}],
+                "max_tokens": 16,
+                "temperature": 0,
+            },
+            timeout_s,
+            api_key,
+        )
         choice = (answer.get("choices") or [{}])[0]
         msg = choice.get("message") or {}
         text = (msg.get("content") or "") + (msg.get("reasoning_content") or msg.get("reasoning") or "")
@@ -148,13 +159,21 @@ def run_check(base_url: str, model: str, *, long_context_tokens: int | None, api
         assert long_context_tokens is not None
         mml = found.get("max_model_len")
         if mml and long_context_tokens + 1 > mml:
-            return False, (f"{long_context_tokens} prompt tokens + 1 output token exceed max_model_len={mml}; "
-                           f"ask for at most {mml - 1}")
-        max_out = LONG_CONTEXT_MAX_TOKENS if not mml else max(1, min(LONG_CONTEXT_MAX_TOKENS,
-                                                                      mml - long_context_tokens))
+            return False, (
+                f"{long_context_tokens} prompt tokens + 1 output token exceed max_model_len={mml}; "
+                f"ask for at most {mml - 1}"
+            )
+        max_out = (
+            LONG_CONTEXT_MAX_TOKENS if not mml else max(1, min(LONG_CONTEXT_MAX_TOKENS, mml - long_context_tokens))
+        )
         prompt = long_prompt(base_url, model, long_context_tokens, api_key)
-        answer = _request(base_url, "/v1/completions", {
-            "model": model, "prompt": prompt, "max_tokens": max_out, "temperature": 0}, timeout_s, api_key)
+        answer = _request(
+            base_url,
+            "/v1/completions",
+            {"model": model, "prompt": prompt, "max_tokens": max_out, "temperature": 0},
+            timeout_s,
+            api_key,
+        )
         usage = answer.get("usage") or {}
         got, out = usage.get("prompt_tokens"), usage.get("completion_tokens")
         if not answer.get("choices"):

@@ -67,19 +67,27 @@ class Pattern:
     suggested_len_group: str | None = None
 
 
-def pattern(klass: FailureClass, regex: str, hint: Callable[[re.Match[str]], str] | str,
-            suggested_len_group: str | None = None) -> Pattern:
+def pattern(
+    klass: FailureClass, regex: str, hint: Callable[[re.Match[str]], str] | str, suggested_len_group: str | None = None
+) -> Pattern:
     """Builds a `Pattern` (multiline, so `^`/`$` anchor at lines)."""
     return Pattern(klass, re.compile(regex, re.MULTILINE), hint, suggested_len_group)
 
 
 GENERIC_PATTERNS: tuple[Pattern, ...] = (
-    pattern("exited_early", r"setpriv: failed to execute .*",
-            "The engine command could not be started: is the engine installed in this environment (or is "
-            "SERVETUNE_LLAMA_SERVER pointing at a real binary)?"),
-    pattern("port_in_use", r"Address already in use|\[Errno 98\]|couldn't bind HTTP server socket|"
-            r"failed to bind", "Another process holds the port: pick another --port (or leave it out to get a "
-            "free one), or stop what is listening there."),
+    pattern(
+        "exited_early",
+        r"setpriv: failed to execute .*",
+        "The engine command could not be started: is the engine installed in this environment (or is "
+        "SERVETUNE_LLAMA_SERVER pointing at a real binary)?",
+    ),
+    pattern(
+        "port_in_use",
+        r"Address already in use|\[Errno 98\]|couldn't bind HTTP server socket|"
+        r"failed to bind",
+        "Another process holds the port: pick another --port (or leave it out to get a "
+        "free one), or stop what is listening there.",
+    ),
 )
 
 EXCERPT_CONTEXT_LINES = 2
@@ -91,7 +99,7 @@ def excerpt_around(text: str, start: int, end: int) -> str:
     lines = text.split("\n")  # not splitlines(): progress bars' "\r" would shift the line numbers
     first = text.count("\n", 0, start)
     last = text.count("\n", 0, end)
-    chunk = "\n".join(lines[max(0, first - EXCERPT_CONTEXT_LINES): last + 1])
+    chunk = "\n".join(lines[max(0, first - EXCERPT_CONTEXT_LINES) : last + 1])
     return chunk[-EXCERPT_MAX_CHARS:]
 
 
@@ -108,8 +116,12 @@ def classify_log(text: str, patterns: Sequence[Pattern]) -> FailureInfo | None:
         m = matches[-1]
         hint = pat.hint(m) if callable(pat.hint) else pat.hint
         suggested = int(m.group(pat.suggested_len_group)) if pat.suggested_len_group else None
-        return FailureInfo(klass=pat.klass, excerpt=excerpt_around(text, m.start(), m.end()), hint=hint,
-                           suggested_max_model_len=suggested)
+        return FailureInfo(
+            klass=pat.klass,
+            excerpt=excerpt_around(text, m.start(), m.end()),
+            hint=hint,
+            suggested_max_model_len=suggested,
+        )
     return None
 
 

@@ -35,9 +35,17 @@ class RunningEngine:
     For an attached server (`attach`), `group` is None: servetune did not start it, so it never stops it.
     """
 
-    def __init__(self, cfg: EngineConfig, adapter: EngineAdapter | None, group: ProcessGroup | None,
-                 base_url: str, facts: EngineFacts, log_path: Path | None, startup_s: float | None,
-                 ready_log_offset: int = 0) -> None:
+    def __init__(
+        self,
+        cfg: EngineConfig,
+        adapter: EngineAdapter | None,
+        group: ProcessGroup | None,
+        base_url: str,
+        facts: EngineFacts,
+        log_path: Path | None,
+        startup_s: float | None,
+        ready_log_offset: int = 0,
+    ) -> None:
         self.cfg = cfg
         self.adapter = adapter
         self.group = group
@@ -68,8 +76,10 @@ class RunningEngine:
         specific = classify_log(after, self.adapter.failure_patterns()) if self.adapter else None
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         cause = f" The log points to {specific.klass}: {specific.hint}" if specific else ""
-        hint = (f"The engine died after it was ready ({how}). SIGKILL (9) with no error usually means the OOM "
-                f"killer or an outside kill; check `dmesg`, lower load or memory settings.{cause}")
+        hint = (
+            f"The engine died after it was ready ({how}). SIGKILL (9) with no error usually means the OOM "
+            f"killer or an outside kill; check `dmesg`, lower load or memory settings.{cause}"
+        )
         excerpt = specific.excerpt if specific else tail_excerpt(after)
         return FailureInfo(klass="died_under_load", excerpt=excerpt, hint=hint, exit_code=code)
 
@@ -83,8 +93,9 @@ class RunningEngine:
     def __enter__(self) -> RunningEngine:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def __repr__(self) -> str:
@@ -119,8 +130,14 @@ def launch(
     return _launch_once(cfg, log_dir, startup_timeout_s, host, free_port(host), on_progress)
 
 
-def _launch_once(cfg: EngineConfig, log_dir: Path, startup_timeout_s: float, host: str, port: int,
-                 on_progress: Callable[[str], None] | None) -> RunningEngine:
+def _launch_once(
+    cfg: EngineConfig,
+    log_dir: Path,
+    startup_timeout_s: float,
+    host: str,
+    port: int,
+    on_progress: Callable[[str], None] | None,
+) -> RunningEngine:
     adapter = adapter_for(cfg.engine)
     argv = adapter.argv(cfg, host, port)
     env = adapter.env(cfg, host)
@@ -133,10 +150,14 @@ def _launch_once(cfg: EngineConfig, log_dir: Path, startup_timeout_s: float, hos
     try:
         group = ProcessGroup.start(argv, log_path=log_path, env=env)
     except OSError as err:
-        raise EngineLaunchError(FailureInfo(
-            klass="exited_early", excerpt=f"{shlex.join(argv)}\n{type(err).__name__}: {err}",
-            hint=f"The {cfg.engine} command could not be started: is the engine installed in this environment?"),
-            str(log_path)) from err
+        raise EngineLaunchError(
+            FailureInfo(
+                klass="exited_early",
+                excerpt=f"{shlex.join(argv)}\n{type(err).__name__}: {err}",
+                hint=f"The {cfg.engine} command could not be started: is the engine installed in this environment?",
+            ),
+            str(log_path),
+        ) from err
     base_url = f"http://{host}:{port}"
     try:
         max_len = _wait_ready(cfg, adapter, group, base_url, startup_timeout_s, on_progress)
@@ -159,8 +180,9 @@ def _launch_once(cfg: EngineConfig, log_dir: Path, startup_timeout_s: float, hos
     return RunningEngine(cfg, adapter, group, base_url, facts, log_path, startup_s, ready_log_offset=ready_offset)
 
 
-def _failure(klass_default: FailureClass, text: str, adapter: EngineAdapter, hint: str,
-             code: int | None) -> FailureInfo:
+def _failure(
+    klass_default: FailureClass, text: str, adapter: EngineAdapter, hint: str, code: int | None
+) -> FailureInfo:
     """The specific class the log proves, else `klass_default` with the log's last lines as proof."""
     found = classify_log(text, adapter.failure_patterns())
     if found is not None:
@@ -168,8 +190,14 @@ def _failure(klass_default: FailureClass, text: str, adapter: EngineAdapter, hin
     return FailureInfo(klass=klass_default, excerpt=tail_excerpt(text), hint=hint, exit_code=code)
 
 
-def _wait_ready(cfg: EngineConfig, adapter: EngineAdapter, group: ProcessGroup, base_url: str,
-                timeout_s: float, on_progress: Callable[[str], None] | None) -> int | None:
+def _wait_ready(
+    cfg: EngineConfig,
+    adapter: EngineAdapter,
+    group: ProcessGroup,
+    base_url: str,
+    timeout_s: float,
+    on_progress: Callable[[str], None] | None,
+) -> int | None:
     """Polls until ready; returns the served max_model_len from /v1/models (when the server says it)."""
     follower = LogFollower(group.log_path)
     deadline = time.monotonic() + timeout_s
@@ -187,10 +215,16 @@ def _wait_ready(cfg: EngineConfig, adapter: EngineAdapter, group: ProcessGroup, 
         if code is not None:
             report_progress()
             text = read_text(group.log_path)
-            raise EngineLaunchError(_failure(
-                "exited_early", text, adapter,
-                f"The engine exited (code {code}) before it was ready; the log's last lines say why.", code),
-                str(group.log_path))
+            raise EngineLaunchError(
+                _failure(
+                    "exited_early",
+                    text,
+                    adapter,
+                    f"The engine exited (code {code}) before it was ready; the log's last lines say why.",
+                    code,
+                ),
+                str(group.log_path),
+            )
         p = probe(base_url, cfg.name, timeout_s=2.0)
         if p.ready_for(cfg.name):
             report_progress()
@@ -199,15 +233,23 @@ def _wait_ready(cfg: EngineConfig, adapter: EngineAdapter, group: ProcessGroup, 
             last_models = p.models
         if time.monotonic() >= deadline:
             text = read_text(group.log_path)
-            serving = (f" It is up but lists {list(last_models)} instead of {cfg.name!r}: check "
-                       "--served-model-name." if last_models else "")
+            serving = (
+                f" It is up but lists {list(last_models)} instead of {cfg.name!r}: check --served-model-name."
+                if last_models
+                else ""
+            )
             found = classify_log(text, adapter.failure_patterns())
             if found is not None:
                 raise EngineLaunchError(found, str(group.log_path))
-            raise EngineLaunchError(FailureInfo(
-                klass="startup_timeout", excerpt=tail_excerpt(text),
-                hint=f"Not ready after {timeout_s:g} s.{serving} Raise the startup timeout for big models, "
-                     "or read the log for where it got stuck."), str(group.log_path))
+            raise EngineLaunchError(
+                FailureInfo(
+                    klass="startup_timeout",
+                    excerpt=tail_excerpt(text),
+                    hint=f"Not ready after {timeout_s:g} s.{serving} Raise the startup timeout for big models, "
+                    "or read the log for where it got stuck.",
+                ),
+                str(group.log_path),
+            )
         time.sleep(POLL_S)
 
 
@@ -225,11 +267,14 @@ def attach(base_url: str, model: str, *, timeout_s: float = 10.0) -> RunningEngi
             from servetune.errors import ServetuneError
 
             if p.health_status is None:
-                raise ServetuneError(f"no server answers at {base_url} ({p.error})",
-                                     "check the URL and that the server is running")
+                raise ServetuneError(
+                    f"no server answers at {base_url} ({p.error})", "check the URL and that the server is running"
+                )
             if p.models:
-                raise ServetuneError(f"{base_url} serves {list(p.models)}, not {model!r}",
-                                     f"pass one of {list(p.models)} as the model name")
+                raise ServetuneError(
+                    f"{base_url} serves {list(p.models)}, not {model!r}",
+                    f"pass one of {list(p.models)} as the model name",
+                )
             raise ServetuneError(f"{base_url}/health answers {p.health_status}", "wait for the server to be ready")
         time.sleep(0.2)
     owner = next((str(e.get("owned_by")) for e in p.raw_models.get("data", []) if isinstance(e, dict)), "")

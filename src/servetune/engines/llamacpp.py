@@ -20,44 +20,64 @@ from servetune.engines.failures import Pattern, pattern
 from servetune.engines.flags import flags_to_argv
 from servetune.errors import ServetuneError
 
-_R = {name: re.compile(rx, re.MULTILINE) for name, rx in {
-    "slots": r"initializing, n_slots = (\d+), n_ctx_slot = (\d+)",
-    "slots_old": r"new slot,? n_ctx_slot = (\d+)",
-    "n_slots_old": r"initializing slots, n_slots = (\d+)",
-    "n_ctx": r"(?:llama_context: |\b)n_ctx\s*=\s*(\d+)",
-    "n_batch": r"\bn_batch\s*=\s*(\d+)",
-    "n_ubatch": r"\bn_ubatch\s*=\s*(\d+)",
-    "version_build": r"build(?:_info)?: (?:b)?(\d+)[ -]",
-    "version_xll": r"xllamacpp (\S+?);",
-}.items()}
+_R = {
+    name: re.compile(rx, re.MULTILINE)
+    for name, rx in {
+        "slots": r"initializing, n_slots = (\d+), n_ctx_slot = (\d+)",
+        "slots_old": r"new slot,? n_ctx_slot = (\d+)",
+        "n_slots_old": r"initializing slots, n_slots = (\d+)",
+        "n_ctx": r"(?:llama_context: |\b)n_ctx\s*=\s*(\d+)",
+        "n_batch": r"\bn_batch\s*=\s*(\d+)",
+        "n_ubatch": r"\bn_ubatch\s*=\s*(\d+)",
+        "version_build": r"build(?:_info)?: (?:b)?(\d+)[ -]",
+        "version_xll": r"xllamacpp (\S+?);",
+    }.items()
+}
 
 LLAMACPP_PATTERNS: tuple[Pattern, ...] = (
-    pattern("model_missing",
-            r".*(?:failed to open GGUF file|gguf_init_from_file.*No such file or directory).*",
-            "The GGUF file does not exist: check the model path (llama.cpp takes a .gguf file, not a directory)."),
-    pattern("unsupported_model",
-            r".*(?:unknown model architecture|unknown (?:pre-)?tokenizer|unsupported model|"
-            r"invalid magic|not a GGUF file|unknown type).*",
-            "This llama.cpp build cannot load this GGUF (architecture, tokenizer or tensor type unknown): use a "
-            "newer llama.cpp or convert the model again."),
-    pattern("kv_too_small",
-            r".*(?:failed to allocate buffer for kv cache|failed to initialize the context|"
-            r"llama_init_from_model: failed).*",
-            "The context does not fit: lower --ctx-size (-c) or --parallel, or quantize the KV cache "
-            "(--cache-type-k/--cache-type-v q8_0)."),
-    pattern("weights_oom",
-            r".*(?:out of memory|failed to allocate .* buffer|unable to allocate).*",
-            "The model does not fit in memory: offload fewer layers (-ngl), use a smaller quantization, or free "
-            "memory."),
-    pattern("invalid_flag",
-            r".*(?:error: unrecognized arguments|error: argument|error: invalid argument|unknown argument).*",
-            "llama-server rejected a flag: check its name against `llama-server --help` (servetune passes flags "
-            "through by name)."),
+    pattern(
+        "model_missing",
+        r".*(?:failed to open GGUF file|gguf_init_from_file.*No such file or directory).*",
+        "The GGUF file does not exist: check the model path (llama.cpp takes a .gguf file, not a directory).",
+    ),
+    pattern(
+        "unsupported_model",
+        r".*(?:unknown model architecture|unknown (?:pre-)?tokenizer|unsupported model|"
+        r"invalid magic|not a GGUF file|unknown type).*",
+        "This llama.cpp build cannot load this GGUF (architecture, tokenizer or tensor type unknown): use a "
+        "newer llama.cpp or convert the model again.",
+    ),
+    pattern(
+        "kv_too_small",
+        r".*(?:failed to allocate buffer for kv cache|failed to initialize the context|"
+        r"llama_init_from_model: failed).*",
+        "The context does not fit: lower --ctx-size (-c) or --parallel, or quantize the KV cache "
+        "(--cache-type-k/--cache-type-v q8_0).",
+    ),
+    pattern(
+        "weights_oom",
+        r".*(?:out of memory|failed to allocate .* buffer|unable to allocate).*",
+        "The model does not fit in memory: offload fewer layers (-ngl), use a smaller quantization, or free memory.",
+    ),
+    pattern(
+        "invalid_flag",
+        r".*(?:error: unrecognized arguments|error: argument|error: invalid argument|unknown argument).*",
+        "llama-server rejected a flag: check its name against `llama-server --help` (servetune passes flags "
+        "through by name).",
+    ),
 )
 
-_PROGRESS = tuple(re.compile(rx) for rx in (
-    r"loading model", r"n_slots = ", r"model loaded", r"listening on", r"ready on", r"n_ctx = ",
-))
+_PROGRESS = tuple(
+    re.compile(rx)
+    for rx in (
+        r"loading model",
+        r"n_slots = ",
+        r"model loaded",
+        r"listening on",
+        r"ready on",
+        r"n_ctx = ",
+    )
+)
 
 
 def llamacpp_command() -> list[str]:
@@ -83,8 +103,18 @@ class LlamaCppAdapter(EngineAdapter):
     progress_patterns = _PROGRESS
 
     def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
-        return [*llamacpp_command(), "-m", cfg.model, "--alias", cfg.name, "--host", host, "--port", str(port),
-                *flags_to_argv(cfg.flags, "no-prefix")]
+        return [
+            *llamacpp_command(),
+            "-m",
+            cfg.model,
+            "--alias",
+            cfg.name,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *flags_to_argv(cfg.flags, "no-prefix"),
+        ]
 
     def version(self) -> str | None:
         if os.environ.get("SERVETUNE_LLAMA_SERVER"):

@@ -16,8 +16,11 @@ import threading
 
 PREFIX = "servetune-llamacpp:"
 
-_FLASH = {"on": "LLAMA_FLASH_ATTN_TYPE_ENABLED", "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED",
-          "auto": "LLAMA_FLASH_ATTN_TYPE_AUTO"}
+_FLASH = {
+    "on": "LLAMA_FLASH_ATTN_TYPE_ENABLED",
+    "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED",
+    "auto": "LLAMA_FLASH_ATTN_TYPE_AUTO",
+}
 
 
 def _bool_pair(p: argparse.ArgumentParser, dest: str, on: list[str], off: list[str], default: bool | None) -> None:
@@ -62,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _params(args: argparse.Namespace):  # noqa: ANN202 - xllamacpp.CommonParams, imported lazily
+def _params(args: argparse.Namespace):
     import xllamacpp as xlc
 
     p = xlc.CommonParams()
@@ -71,12 +74,27 @@ def _params(args: argparse.Namespace):  # noqa: ANN202 - xllamacpp.CommonParams,
     p.port = args.port
     if args.alias:
         p.model_alias = {args.alias}
-    simple = {"ctx_size": "n_ctx", "parallel": "n_parallel", "batch_size": "n_batch", "ubatch_size": "n_ubatch",
-              "n_predict": "n_predict", "n_gpu_layers": "n_gpu_layers", "cache_reuse": "n_cache_reuse",
-              "cache_ram": "cache_ram_mib", "threads_http": "n_threads_http", "chat_template": "chat_template",
-              "jinja": "use_jinja", "metrics": "endpoint_metrics", "slots": "endpoint_slots",
-              "cont_batching": "cont_batching", "warmup": "warmup", "kv_unified": "kv_unified",
-              "cache_prompt": "cache_prompt", "context_shift": "ctx_shift", "timeout": "timeout_read"}
+    simple = {
+        "ctx_size": "n_ctx",
+        "parallel": "n_parallel",
+        "batch_size": "n_batch",
+        "ubatch_size": "n_ubatch",
+        "n_predict": "n_predict",
+        "n_gpu_layers": "n_gpu_layers",
+        "cache_reuse": "n_cache_reuse",
+        "cache_ram": "cache_ram_mib",
+        "threads_http": "n_threads_http",
+        "chat_template": "chat_template",
+        "jinja": "use_jinja",
+        "metrics": "endpoint_metrics",
+        "slots": "endpoint_slots",
+        "cont_batching": "cont_batching",
+        "warmup": "warmup",
+        "kv_unified": "kv_unified",
+        "cache_prompt": "cache_prompt",
+        "context_shift": "ctx_shift",
+        "timeout": "timeout_read",
+    }
     for arg, attr in simple.items():
         value = getattr(args, arg)
         if value is not None:
@@ -105,15 +123,22 @@ def main(argv: list[str] | None = None) -> int:
     """Starts the server, prints its settings, and serves until SIGTERM/SIGINT."""
     args = parser().parse_args(argv)
     if not os.path.isfile(args.model):
-        print(f"{PREFIX} gguf_init_from_file: failed to open GGUF file '{args.model}' (No such file or directory)",
-              file=sys.stderr, flush=True)
+        print(
+            f"{PREFIX} gguf_init_from_file: failed to open GGUF file '{args.model}' (No such file or directory)",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     import xllamacpp as xlc
 
     params = _params(args)
-    print(f"{PREFIX} xllamacpp {xlc.__version__}; n_ctx = {params.n_ctx}, n_parallel = {params.n_parallel}, "
-          f"n_batch = {params.n_batch}, n_ubatch = {params.n_ubatch}, "
-          f"n_threads = {params.cpuparams.n_threads}", file=sys.stderr, flush=True)
+    print(
+        f"{PREFIX} xllamacpp {xlc.__version__}; n_ctx = {params.n_ctx}, n_parallel = {params.n_parallel}, "
+        f"n_batch = {params.n_batch}, n_ubatch = {params.n_ubatch}, "
+        f"n_threads = {params.cpuparams.n_threads}",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         server = xlc.Server(params)
     except RuntimeError as err:

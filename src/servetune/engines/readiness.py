@@ -71,5 +71,9 @@ def probe(base_url: str, model: str | None = None, *, timeout_s: float = 2.0, ap
     for e in entries:
         names += [str(e.get("id"))] + [str(a) for a in e.get("aliases") or []]
     chosen = next((e for e in entries if e.get("id") == model), entries[0] if entries else {})
-    return Probe(health_status=status, models=tuple(dict.fromkeys(names)),
-                 max_model_len=entry_max_model_len(chosen) if chosen else None, raw_models=payload)
+    return Probe(
+        health_status=status,
+        models=tuple(dict.fromkeys(names)),
+        max_model_len=entry_max_model_len(chosen) if chosen else None,
+        raw_models=payload,
+    )

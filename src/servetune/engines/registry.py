@@ -15,7 +15,10 @@ def adapter_for(engine: EngineName | str) -> EngineAdapter:
     from servetune.errors import ServetuneError
 
     adapters: dict[str, type[EngineAdapter]] = {
-        "vllm": VllmAdapter, "llamacpp": LlamaCppAdapter, "sglang": SglangAdapter, "sim": SimAdapter,
+        "vllm": VllmAdapter,
+        "llamacpp": LlamaCppAdapter,
+        "sglang": SglangAdapter,
+        "sim": SimAdapter,
     }
     if engine not in adapters:
         raise ServetuneError(f"unknown engine {engine!r}", f"use one of: {', '.join(adapters)}")

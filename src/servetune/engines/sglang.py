@@ -16,54 +16,79 @@ from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
 from servetune.engines.flags import flags_to_argv
 
-_R = {name: re.compile(rx, re.MULTILINE) for name, rx in {
-    "load": r"Load weight end\.(?: elapsed=([\d.]+) s,)?.*?type=(\w+),(?: dtype=(?:torch\.)?(\w+),)?"
-            r" avail mem=([\d.]+) GB, mem usage=([\d.]+) GB",
-    "kv_tokens": r"KV Cache is allocated\. #tokens: (\d+)",
-    "kv_size": r"KV Cache is allocated\..*?KV size: ([\d.]+) GB",
-    "kv_kv": r"KV Cache is allocated\..*?K size: ([\d.]+) GB, V size: ([\d.]+) GB",
-    "graph": r"Capture (?:cuda|npu) graph end\. Time elapsed: ([\d.]+) s\. mem usage=([\d.]+) GB",
-    "max_total": r"max_total_num_tokens=(\d+)",
-    "chunked": r"chunked_prefill_size=(-?\d+)",
-    "max_running": r"max_running_requests=(\d+)",
-    "context_len": r"context_len=(\d+)",
-    "backend": r"attention_backend='?(\w+)'?",
-    "page_size": r"page_size=(\d+)",
-    "server_args": r"server_args=ServerArgs\(",
-}.items()}
+_R = {
+    name: re.compile(rx, re.MULTILINE)
+    for name, rx in {
+        "load": r"Load weight end\.(?: elapsed=([\d.]+) s,)?.*?type=(\w+),(?: dtype=(?:torch\.)?(\w+),)?"
+        r" avail mem=([\d.]+) GB, mem usage=([\d.]+) GB",
+        "kv_tokens": r"KV Cache is allocated\. #tokens: (\d+)",
+        "kv_size": r"KV Cache is allocated\..*?KV size: ([\d.]+) GB",
+        "kv_kv": r"KV Cache is allocated\..*?K size: ([\d.]+) GB, V size: ([\d.]+) GB",
+        "graph": r"Capture (?:cuda|npu) graph end\. Time elapsed: ([\d.]+) s\. mem usage=([\d.]+) GB",
+        "max_total": r"max_total_num_tokens=(\d+)",
+        "chunked": r"chunked_prefill_size=(-?\d+)",
+        "max_running": r"max_running_requests=(\d+)",
+        "context_len": r"context_len=(\d+)",
+        "backend": r"attention_backend='?(\w+)'?",
+        "page_size": r"page_size=(\d+)",
+        "server_args": r"server_args=ServerArgs\(",
+    }.items()
+}
 
 SGLANG_PATTERNS: tuple[Pattern, ...] = (
-    pattern("no_cache_memory",
-            r".*Not enough memory\. Please try to increase --mem-fraction-static.*",
-            "Nothing is left for the KV cache: raise --mem-fraction-static, lower --max-running-requests or "
-            "--chunked-prefill-size, or add GPUs (--tp-size)."),
-    pattern("kv_too_small",
-            r".*(?:context_len|max_total_num_tokens).*(?:exceeds|larger than|too small).*",
-            "The KV pool is smaller than one request of context length: lower --context-length or raise "
-            "--mem-fraction-static."),
-    pattern("warmup_oom",
-            r".*(?:Capture cuda graph failed|cuda graph).*(?:out of memory|OutOfMemory).*",
-            "OOM while capturing CUDA graphs: lower --cuda-graph-max-bs or --mem-fraction-static, or "
-            "--disable-cuda-graph."),
-    pattern("weights_oom", r".*(?:CUDA out of memory|torch\.OutOfMemoryError).*",
-            "The weights do not fit: use --tp-size, a quantized checkpoint, or lower --mem-fraction-static if "
-            "another process holds memory."),
-    pattern("unsupported_model",
-            r".*(?:Unsupported architectures?|is not supported|not supported for now|Model architectures? .* "
-            r"(?:are|is) not supported).*",
-            "This SGLang build cannot run this model/dtype: use a supported --dtype or a newer SGLang."),
-    pattern("model_missing",
-            r".*(?:Repo id must be|HFValidationError|does not appear to have a file named|"
-            r"is not a local folder and is not a valid model identifier|LocalEntryNotFoundError).*",
-            "The model path does not exist and is not a Hugging Face id: check --model-path."),
-    pattern("invalid_flag", r".*error: (?:unrecognized arguments|argument [^:]+:).*",
-            "SGLang rejected a flag: check it against `python -m sglang.launch_server --help`."),
+    pattern(
+        "no_cache_memory",
+        r".*Not enough memory\. Please try to increase --mem-fraction-static.*",
+        "Nothing is left for the KV cache: raise --mem-fraction-static, lower --max-running-requests or "
+        "--chunked-prefill-size, or add GPUs (--tp-size).",
+    ),
+    pattern(
+        "kv_too_small",
+        r".*(?:context_len|max_total_num_tokens).*(?:exceeds|larger than|too small).*",
+        "The KV pool is smaller than one request of context length: lower --context-length or raise "
+        "--mem-fraction-static.",
+    ),
+    pattern(
+        "warmup_oom",
+        r".*(?:Capture cuda graph failed|cuda graph).*(?:out of memory|OutOfMemory).*",
+        "OOM while capturing CUDA graphs: lower --cuda-graph-max-bs or --mem-fraction-static, or --disable-cuda-graph.",
+    ),
+    pattern(
+        "weights_oom",
+        r".*(?:CUDA out of memory|torch\.OutOfMemoryError).*",
+        "The weights do not fit: use --tp-size, a quantized checkpoint, or lower --mem-fraction-static if "
+        "another process holds memory.",
+    ),
+    pattern(
+        "unsupported_model",
+        r".*(?:Unsupported architectures?|is not supported|not supported for now|Model architectures? .* "
+        r"(?:are|is) not supported).*",
+        "This SGLang build cannot run this model/dtype: use a supported --dtype or a newer SGLang.",
+    ),
+    pattern(
+        "model_missing",
+        r".*(?:Repo id must be|HFValidationError|does not appear to have a file named|"
+        r"is not a local folder and is not a valid model identifier|LocalEntryNotFoundError).*",
+        "The model path does not exist and is not a Hugging Face id: check --model-path.",
+    ),
+    pattern(
+        "invalid_flag",
+        r".*error: (?:unrecognized arguments|argument [^:]+:).*",
+        "SGLang rejected a flag: check it against `python -m sglang.launch_server --help`.",
+    ),
 )
 
-_PROGRESS = tuple(re.compile(rx) for rx in (
-    r"Load weight begin", r"Load weight end", r"KV Cache is allocated", r"Capture cuda graph",
-    r"max_total_num_tokens=", r"fired up and ready to roll",
-))
+_PROGRESS = tuple(
+    re.compile(rx)
+    for rx in (
+        r"Load weight begin",
+        r"Load weight end",
+        r"KV Cache is allocated",
+        r"Capture cuda graph",
+        r"max_total_num_tokens=",
+        r"fired up and ready to roll",
+    )
+)
 
 
 class SglangAdapter(EngineAdapter):
@@ -73,9 +98,20 @@ class SglangAdapter(EngineAdapter):
     progress_patterns = _PROGRESS
 
     def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
-        return [sys.executable, "-m", "sglang.launch_server", "--model-path", cfg.model,
-                "--served-model-name", cfg.name, "--host", host, "--port", str(port),
-                *flags_to_argv(cfg.flags, "omit")]
+        return [
+            sys.executable,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            cfg.model,
+            "--served-model-name",
+            cfg.name,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *flags_to_argv(cfg.flags, "omit"),
+        ]
 
     def version(self) -> str | None:
         return installed_version("sglang")

@@ -21,9 +21,21 @@ class SimAdapter(VllmAdapter):
     name = "sim"
 
     def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
-        return [sys.executable, "-m", "servetune", "sim-serve", "--model", cfg.model,
-                "--served-model-name", cfg.name, "--host", host, "--port", str(port),
-                *flags_to_argv(cfg.flags, "no-prefix")]
+        return [
+            sys.executable,
+            "-m",
+            "servetune",
+            "sim-serve",
+            "--model",
+            cfg.model,
+            "--served-model-name",
+            cfg.name,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *flags_to_argv(cfg.flags, "no-prefix"),
+        ]
 
     def env(self, cfg: EngineConfig, host: str) -> dict[str, str]:
         return dict(cfg.env)

@@ -20,94 +20,133 @@ from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
 from servetune.engines.flags import flags_to_argv
 
-_R = {name: re.compile(rx, re.MULTILINE) for name, rx in {
-    "version_banner": r"█\s+version\s+(\S+)",
-    "version_engine": r"Initializing a V1 LLM engine \(v([^)\s]+)\)",
-    "version_plain": r"vLLM API server version (\S+)",
-    "non_default": r"non-default args: (\{.*\})\s*$",
-    "dtype": r"Initializing a V1 LLM engine .*?\bdtype=(?:torch\.)?(\w+)",
-    "max_model_len": r"Using max model len (\d+)",
-    "max_seq_len": r"Initializing a V1 LLM engine .*?\bmax_seq_len=(\d+)",
-    "chunked": r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)",
-    "model_loading": r"Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) s",
-    "loading_weights": r"Loading weights took ([\d.]+) s",
-    "backend": r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend",
-    "block_size": r"Setting attention block size to (\d+) tokens",
-    "block_size_cfg": r"\bblock_size=(\d+)",
-    "available_kv": r"Available KV cache memory: ([\d.]+) GiB",
-    "explicit_kv": r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache",
-    "kv_tokens": r"(?:GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens",
-    "concurrency": r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x",
-    "graph_estimate": r"Estimated CUDA graph memory: ([\d.]+) GiB",
-    "graph_done": r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB",
-    "compile": r"torch\.compile takes? ([\d.]+) s in total",
-    "init_engine": r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s",
-    "auto_fit": r"Auto-fit max_model_len: reduced from (\d+) to (\d+)",
-}.items()}
+_R = {
+    name: re.compile(rx, re.MULTILINE)
+    for name, rx in {
+        "version_banner": r"█\s+version\s+(\S+)",
+        "version_engine": r"Initializing a V1 LLM engine \(v([^)\s]+)\)",
+        "version_plain": r"vLLM API server version (\S+)",
+        "non_default": r"non-default args: (\{.*\})\s*$",
+        "dtype": r"Initializing a V1 LLM engine .*?\bdtype=(?:torch\.)?(\w+)",
+        "max_model_len": r"Using max model len (\d+)",
+        "max_seq_len": r"Initializing a V1 LLM engine .*?\bmax_seq_len=(\d+)",
+        "chunked": r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)",
+        "model_loading": r"Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) s",
+        "loading_weights": r"Loading weights took ([\d.]+) s",
+        "backend": r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend",
+        "block_size": r"Setting attention block size to (\d+) tokens",
+        "block_size_cfg": r"\bblock_size=(\d+)",
+        "available_kv": r"Available KV cache memory: ([\d.]+) GiB",
+        "explicit_kv": r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache",
+        "kv_tokens": r"(?:GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens",
+        "concurrency": r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x",
+        "graph_estimate": r"Estimated CUDA graph memory: ([\d.]+) GiB",
+        "graph_done": r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB",
+        "compile": r"torch\.compile takes? ([\d.]+) s in total",
+        "init_engine": r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s",
+        "auto_fit": r"Auto-fit max_model_len: reduced from (\d+) to (\d+)",
+    }.items()
+}
 
 
 def _kv_hint(m: re.Match[str]) -> str:
     est = m.groupdict().get("est")
     fix = f"lower --max-model-len to at most {est} (vLLM's estimate)" if est else "lower --max-model-len"
-    return (f"The KV cache cannot hold one request of max_model_len: {fix}, or give the KV cache more memory "
-            "(--gpu-memory-utilization, --kv-cache-memory-bytes; on CPU builds VLLM_CPU_KVCACHE_SPACE), or "
-            "use --kv-cache-dtype fp8.")
+    return (
+        f"The KV cache cannot hold one request of max_model_len: {fix}, or give the KV cache more memory "
+        "(--gpu-memory-utilization, --kv-cache-memory-bytes; on CPU builds VLLM_CPU_KVCACHE_SPACE), or "
+        "use --kv-cache-dtype fp8."
+    )
 
 
 VLLM_PATTERNS: tuple[Pattern, ...] = (
-    pattern("kv_too_small",
-            r"To serve at least one request with the models?'?s? max seq len \((?P<len>\d+)\).*?"
-            r"(?:estimated maximum model length is (?P<est>\d+))?\.?(?: Try|$)",
-            _kv_hint, "est"),
-    pattern("kv_too_small",
-            r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can "
-            r"be stored in KV cache \((?P<est>\d+)\)", _kv_hint, "est"),
-    pattern("no_cache_memory",
-            r"No available memory for the cache blocks|Cannot auto-fit max_model_len: not enough",
-            "Nothing is left for the KV cache after weights and activations: raise --gpu-memory-utilization "
-            "(or --kv-cache-memory-bytes / VLLM_CPU_KVCACHE_SPACE on CPU), lower --max-num-batched-tokens or "
-            "--max-num-seqs, quantize, or add GPUs (--tensor-parallel-size)."),
-    pattern("warmup_oom",
-            r"out of memory occurred when warming up sampler.*|"
-            r"(?:CUDA graph|cudagraph|Graph captur).*(?:out of memory|OutOfMemory).*|"
-            r"(?:out of memory|OutOfMemory).*(?:CUDA graph|cudagraph|capture)",
-            "OOM while warming up (sampler or CUDA-graph capture): lower --max-num-seqs, "
-            "--gpu-memory-utilization or --max-cudagraph-capture-size, or try --enforce-eager."),
-    pattern("weights_oom",
-            r"Failed to load model - not enough GPU memory.*|"
-            r"Free memory on device .* is less than desired GPU memory utilization.*|"
-            r"torch\.OutOfMemoryError.*|CUDA out of memory.*|(?:Available|Free) memory .* less than .*",
-            "The weights do not fit: use more GPUs (--tensor-parallel-size), a quantized checkpoint "
-            "(--quantization), lower --gpu-memory-utilization if another process holds memory, or free the GPU."),
-    pattern("unsupported_model",
-            r"Model architectures? \[.*?\] (?:are|is) not supported.*|.*not supported for now.*|"
-            r".*Bfloat16 is only supported on GPUs with compute capability.*|"
-            r".*(?:dtype|data type) .* is not supported.*|.*doesn't support torch\.bfloat16.*|"
-            r".*[Uu]nsupported (?:model )?architecture.*",
-            "This vLLM build cannot run this model/dtype: pick a supported --dtype (e.g. float16 on pre-Ampere "
-            "GPUs), a newer vLLM for new architectures, or --trust-remote-code if the model needs it."),
-    pattern("model_missing",
-            r".*(?:Invalid repository ID or local directory specified|does not appear to have a file named|"
-            r"is not a local folder and is not a valid model identifier|Repo id must be|HFValidationError|"
-            r"LocalEntryNotFoundError|Can't load the configuration of|No such file or directory: .*"
-            r"(?:config\.json|\.safetensors)|We couldn't connect to 'https://huggingface\.co').*",
-            "The model is neither a local directory with config.json nor a reachable Hugging Face id: check the "
-            "path (servetune passes it as given), or download it first when offline (HF_HUB_OFFLINE=1)."),
-    pattern("invalid_flag",
-            r".*error: (?:unrecognized arguments|argument [^:]+:).*|"
-            r".*User-specified max_model_len \(\d+\) is greater than the derived max_model_len.*|"
-            r".*max_num_batched_tokens \(\d+\) (?:must be greater than or equal to|is smaller than).*",
-            "vLLM rejected a flag or value: check it against `vllm serve --help` for this version (servetune "
-            "passes flags through by name); for a longer max_model_len set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."),
+    pattern(
+        "kv_too_small",
+        r"To serve at least one request with the models?'?s? max seq len \((?P<len>\d+)\).*?"
+        r"(?:estimated maximum model length is (?P<est>\d+))?\.?(?: Try|$)",
+        _kv_hint,
+        "est",
+    ),
+    pattern(
+        "kv_too_small",
+        r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can "
+        r"be stored in KV cache \((?P<est>\d+)\)",
+        _kv_hint,
+        "est",
+    ),
+    pattern(
+        "no_cache_memory",
+        r"No available memory for the cache blocks|Cannot auto-fit max_model_len: not enough",
+        "Nothing is left for the KV cache after weights and activations: raise --gpu-memory-utilization "
+        "(or --kv-cache-memory-bytes / VLLM_CPU_KVCACHE_SPACE on CPU), lower --max-num-batched-tokens or "
+        "--max-num-seqs, quantize, or add GPUs (--tensor-parallel-size).",
+    ),
+    pattern(
+        "warmup_oom",
+        r"out of memory occurred when warming up sampler.*|"
+        r"(?:CUDA graph|cudagraph|Graph captur).*(?:out of memory|OutOfMemory).*|"
+        r"(?:out of memory|OutOfMemory).*(?:CUDA graph|cudagraph|capture)",
+        "OOM while warming up (sampler or CUDA-graph capture): lower --max-num-seqs, "
+        "--gpu-memory-utilization or --max-cudagraph-capture-size, or try --enforce-eager.",
+    ),
+    pattern(
+        "weights_oom",
+        r"Failed to load model - not enough GPU memory.*|"
+        r"Free memory on device .* is less than desired GPU memory utilization.*|"
+        r"torch\.OutOfMemoryError.*|CUDA out of memory.*|(?:Available|Free) memory .* less than .*",
+        "The weights do not fit: use more GPUs (--tensor-parallel-size), a quantized checkpoint "
+        "(--quantization), lower --gpu-memory-utilization if another process holds memory, or free the GPU.",
+    ),
+    pattern(
+        "unsupported_model",
+        r"Model architectures? \[.*?\] (?:are|is) not supported.*|.*not supported for now.*|"
+        r".*Bfloat16 is only supported on GPUs with compute capability.*|"
+        r".*(?:dtype|data type) .* is not supported.*|.*doesn't support torch\.bfloat16.*|"
+        r".*[Uu]nsupported (?:model )?architecture.*",
+        "This vLLM build cannot run this model/dtype: pick a supported --dtype (e.g. float16 on pre-Ampere "
+        "GPUs), a newer vLLM for new architectures, or --trust-remote-code if the model needs it.",
+    ),
+    pattern(
+        "model_missing",
+        r".*(?:Invalid repository ID or local directory specified|does not appear to have a file named|"
+        r"is not a local folder and is not a valid model identifier|Repo id must be|HFValidationError|"
+        r"LocalEntryNotFoundError|Can't load the configuration of|No such file or directory: .*"
+        r"(?:config\.json|\.safetensors)|We couldn't connect to 'https://huggingface\.co').*",
+        "The model is neither a local directory with config.json nor a reachable Hugging Face id: check the "
+        "path (servetune passes it as given), or download it first when offline (HF_HUB_OFFLINE=1).",
+    ),
+    pattern(
+        "invalid_flag",
+        r".*error: (?:unrecognized arguments|argument [^:]+:).*|"
+        r".*User-specified max_model_len \(\d+\) is greater than the derived max_model_len.*|"
+        r".*max_num_batched_tokens \(\d+\) (?:must be greater than or equal to|is smaller than).*",
+        "vLLM rejected a flag or value: check it against `vllm serve --help` for this version (servetune "
+        "passes flags through by name); for a longer max_model_len set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
+    ),
 )
 
-_PROGRESS = tuple(re.compile(rx) for rx in (
-    r"non-default args", r"Resolved architecture", r"Using max model len", r"Initializing a V1 LLM engine",
-    r"Starting to load model", r"Loading weights took", r"Model loading took", r"Available KV cache memory",
-    r"Explicitly set .* for KV cache", r"KV cache size:", r"Graph capturing finished", r"torch\.compile take",
-    r"init engine \(profile", r"Starting vLLM (?:API )?server", r"Application startup complete",
-    r"Capturing CUDA graphs", r"Memory profiling takes",
-))
+_PROGRESS = tuple(
+    re.compile(rx)
+    for rx in (
+        r"non-default args",
+        r"Resolved architecture",
+        r"Using max model len",
+        r"Initializing a V1 LLM engine",
+        r"Starting to load model",
+        r"Loading weights took",
+        r"Model loading took",
+        r"Available KV cache memory",
+        r"Explicitly set .* for KV cache",
+        r"KV cache size:",
+        r"Graph capturing finished",
+        r"torch\.compile take",
+        r"init engine \(profile",
+        r"Starting vLLM (?:API )?server",
+        r"Application startup complete",
+        r"Capturing CUDA graphs",
+        r"Memory profiling takes",
+    )
+)
 
 
 @cache
@@ -137,8 +176,17 @@ class VllmAdapter(EngineAdapter):
     def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
         cmd = vllm_command()
         model = ["--model", cfg.model] if cmd[-1] != "serve" else [cfg.model]
-        return [*cmd, *model, "--served-model-name", cfg.name, "--host", host, "--port", str(port),
-                *flags_to_argv(cfg.flags, "no-prefix")]
+        return [
+            *cmd,
+            *model,
+            "--served-model-name",
+            cfg.name,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *flags_to_argv(cfg.flags, "no-prefix"),
+        ]
 
     def env(self, cfg: EngineConfig, host: str) -> dict[str, str]:
         """Defaults that make a local launch work offline and on CPU; anything in cfg.env wins."""
@@ -174,8 +222,9 @@ def _non_default_args(text: str) -> dict | None:
 
 def parse_vllm_log(text: str) -> EngineFacts:
     """Facts from a vLLM startup log (any subset of lines; missing facts stay None)."""
-    version = next((m[-1] for key in ("version_banner", "version_engine", "version_plain")
-                    if (m := _R[key].findall(text))), None)
+    version = next(
+        (m[-1] for key in ("version_banner", "version_engine", "version_plain") if (m := _R[key].findall(text))), None
+    )
     dtype = _R["dtype"].findall(text)
     backend = _R["backend"].findall(text)
     concurrency = _R["concurrency"].findall(text)

@@ -64,28 +64,123 @@ class GPUSpec(BaseModel):
         return self.fp16_tflops
 
 
-def _gpu(name: str, mem_gib: float, nominal: float, bw_gbs: float, bf16: float | None, fp16: float, fp8: float | None,
-         cc: float, interconnect: str, link_gbs: float, *aliases: str) -> GPUSpec:
+def _gpu(
+    name: str,
+    mem_gib: float,
+    nominal: float,
+    bw_gbs: float,
+    bf16: float | None,
+    fp16: float,
+    fp8: float | None,
+    cc: float,
+    interconnect: str,
+    link_gbs: float,
+    *aliases: str,
+) -> GPUSpec:
     return GPUSpec(
-        name=name, memory_bytes=int(mem_gib * GiB), nominal_memory_gb=nominal, bandwidth_bytes_s=bw_gbs * GB,
-        bf16_tflops=bf16, fp16_tflops=fp16, fp8_tflops=fp8, int8_tops=(2 * fp16 if cc >= 7.5 else None),
-        compute_capability=cc, interconnect=interconnect, link_bandwidth_bytes_s=link_gbs * GB, aliases=aliases,
+        name=name,
+        memory_bytes=int(mem_gib * GiB),
+        nominal_memory_gb=nominal,
+        bandwidth_bytes_s=bw_gbs * GB,
+        bf16_tflops=bf16,
+        fp16_tflops=fp16,
+        fp8_tflops=fp8,
+        int8_tops=(2 * fp16 if cc >= 7.5 else None),
+        compute_capability=cc,
+        interconnect=interconnect,
+        link_bandwidth_bytes_s=link_gbs * GB,
+        aliases=aliases,
     )
 
 
 CATALOG: tuple[GPUSpec, ...] = (
     _gpu("A100-40G-PCIe", 39.39, 40, 1555, 312, 312, None, 8.0, "pcie", 25, "a100-40g-pcie", "a100-pcie-40gb"),
-    _gpu("A100-40G-SXM", 39.39, 40, 1555, 312, 312, None, 8.0, "nvlink", 300, "a100-40g", "a100-sxm4-40gb", "a100-40g-sxm4"),
-    _gpu("A100-80G-PCIe", 79.15, 80, 1935, 312, 312, None, 8.0, "pcie", 25, "a100-80g-pcie", "a100-pcie-80gb", "a100-pcie"),
-    _gpu("A100-80G-SXM", 79.15, 80, 2039, 312, 312, None, 8.0, "nvlink", 300,
-         "a100-80g", "a100", "a100-sxm4-80gb", "a100-80g-sxm4", "a100-sxm"),
+    _gpu(
+        "A100-40G-SXM",
+        39.39,
+        40,
+        1555,
+        312,
+        312,
+        None,
+        8.0,
+        "nvlink",
+        300,
+        "a100-40g",
+        "a100-sxm4-40gb",
+        "a100-40g-sxm4",
+    ),
+    _gpu(
+        "A100-80G-PCIe",
+        79.15,
+        80,
+        1935,
+        312,
+        312,
+        None,
+        8.0,
+        "pcie",
+        25,
+        "a100-80g-pcie",
+        "a100-pcie-80gb",
+        "a100-pcie",
+    ),
+    _gpu(
+        "A100-80G-SXM",
+        79.15,
+        80,
+        2039,
+        312,
+        312,
+        None,
+        8.0,
+        "nvlink",
+        300,
+        "a100-80g",
+        "a100",
+        "a100-sxm4-80gb",
+        "a100-80g-sxm4",
+        "a100-sxm",
+    ),
     _gpu("H100-PCIe", 79.19, 80, 2000, 756, 756, 1513, 9.0, "pcie", 50, "h100-pcie", "h100-80g-pcie"),
-    _gpu("H100-SXM", 79.19, 80, 3350, 989, 989, 1979, 9.0, "nvlink", 450, "h100", "h100-80g", "h100-sxm5", "h100-80gb-hbm3"),
+    _gpu(
+        "H100-SXM",
+        79.19,
+        80,
+        3350,
+        989,
+        989,
+        1979,
+        9.0,
+        "nvlink",
+        450,
+        "h100",
+        "h100-80g",
+        "h100-sxm5",
+        "h100-80gb-hbm3",
+    ),
     _gpu("H100-NVL", 93.09, 94, 3900, 835, 835, 1671, 9.0, "nvlink", 300, "h100-nvl"),
     _gpu("H200", 139.81, 141, 4800, 989, 989, 1979, 9.0, "nvlink", 450, "h200-sxm", "h200-141g"),
     _gpu("H200-NVL", 139.81, 141, 4800, 836, 836, 1671, 9.0, "nvlink", 450, "h200-nvl"),
-    _gpu("V100-16G", 15.77, 16, 900, None, 125, None, 7.0, "nvlink", 150, "v100-16g", "v100-sxm2-16gb", "v100-16g-sxm2"),
-    _gpu("V100-32G", 31.74, 32, 900, None, 125, None, 7.0, "nvlink", 150, "v100-32g", "v100", "v100-sxm2-32gb", "v100-32g-sxm2"),
+    _gpu(
+        "V100-16G", 15.77, 16, 900, None, 125, None, 7.0, "nvlink", 150, "v100-16g", "v100-sxm2-16gb", "v100-16g-sxm2"
+    ),
+    _gpu(
+        "V100-32G",
+        31.74,
+        32,
+        900,
+        None,
+        125,
+        None,
+        7.0,
+        "nvlink",
+        150,
+        "v100-32g",
+        "v100",
+        "v100-sxm2-32gb",
+        "v100-32g-sxm2",
+    ),
     _gpu("V100-32G-PCIe", 31.74, 32, 900, None, 112, None, 7.0, "pcie", 12, "v100-pcie-32gb", "v100-32g-pcie"),
     _gpu("V100S-32G", 31.74, 32, 1134, None, 130, None, 7.0, "pcie", 12, "v100s", "v100s-pcie-32gb"),
     _gpu("A10", 22.07, 24, 600, 125, 125, None, 8.6, "pcie", 25, "a10"),
@@ -136,17 +231,32 @@ def get_gpu(name: str) -> GPUSpec:
 
 
 def custom_gpu(
-    memory_gib: float, bandwidth_gbs: float, tflops: float, *, compute_capability: float = 8.0,
-    fp8_tflops: float | None = None, link_gbs: float = 25, name: str = "custom",
+    memory_gib: float,
+    bandwidth_gbs: float,
+    tflops: float,
+    *,
+    compute_capability: float = 8.0,
+    fp8_tflops: float | None = None,
+    link_gbs: float = 25,
+    name: str = "custom",
 ) -> GPUSpec:
     """A GPU described by its numbers (memory as CUDA reports it, in GiB)."""
     if memory_gib <= 0 or bandwidth_gbs <= 0 or tflops <= 0:
-        raise ServetuneError("a custom GPU needs positive memory, bandwidth and TFLOP/s", "e.g. custom:mem=48,bw=864,tflops=362")
+        raise ServetuneError(
+            "a custom GPU needs positive memory, bandwidth and TFLOP/s", "e.g. custom:mem=48,bw=864,tflops=362"
+        )
     return GPUSpec(
-        name=name, memory_bytes=int(memory_gib * GiB), nominal_memory_gb=round(memory_gib * GiB / GB, 1),
-        bandwidth_bytes_s=bandwidth_gbs * GB, bf16_tflops=tflops if compute_capability >= 8.0 else None,
-        fp16_tflops=tflops, fp8_tflops=fp8_tflops, compute_capability=compute_capability,
-        interconnect="nvlink" if link_gbs >= 100 else "pcie", link_bandwidth_bytes_s=link_gbs * GB, source="custom",
+        name=name,
+        memory_bytes=int(memory_gib * GiB),
+        nominal_memory_gb=round(memory_gib * GiB / GB, 1),
+        bandwidth_bytes_s=bandwidth_gbs * GB,
+        bf16_tflops=tflops if compute_capability >= 8.0 else None,
+        fp16_tflops=tflops,
+        fp8_tflops=fp8_tflops,
+        compute_capability=compute_capability,
+        interconnect="nvlink" if link_gbs >= 100 else "pcie",
+        link_bandwidth_bytes_s=link_gbs * GB,
+        source="custom",
     )
 
 
@@ -154,18 +264,26 @@ def _parse_custom(text: str) -> GPUSpec:
     fields: dict[str, float] = {}
     for part in text.split(":", 1)[1].split(","):
         if "=" not in part:
-            raise ServetuneError(f"bad custom GPU field {part!r} in {text!r}", "write key=value pairs: mem, bw, tflops, fp8, cc, link")
+            raise ServetuneError(
+                f"bad custom GPU field {part!r} in {text!r}", "write key=value pairs: mem, bw, tflops, fp8, cc, link"
+            )
         key, value = part.split("=", 1)
         try:
             fields[key.strip().lower()] = float(value)
         except ValueError as err:
-            raise ServetuneError(f"custom GPU field {key!r} is not a number: {value!r}", "e.g. custom:mem=48,bw=864,tflops=362") from err
+            raise ServetuneError(
+                f"custom GPU field {key!r} is not a number: {value!r}", "e.g. custom:mem=48,bw=864,tflops=362"
+            ) from err
     missing = [k for k in ("mem", "bw", "tflops") if k not in fields]
     if missing:
         raise ServetuneError(f"custom GPU lacks {', '.join(missing)}", "e.g. custom:mem=48,bw=864,tflops=362,cc=8.9")
     return custom_gpu(
-        fields["mem"], fields["bw"], fields["tflops"], compute_capability=fields.get("cc", 8.0),
-        fp8_tflops=fields.get("fp8"), link_gbs=fields.get("link", 25),
+        fields["mem"],
+        fields["bw"],
+        fields["tflops"],
+        compute_capability=fields.get("cc", 8.0),
+        fp8_tflops=fields.get("fp8"),
+        link_gbs=fields.get("link", 25),
     )
 
 

@@ -11,11 +11,26 @@ from servetune.errors import ServetuneError
 from servetune.hardware.catalog import CATALOG, GPUSpec, _norm
 
 _NAME_HINTS = (
-    ("h200 nvl", "H200-NVL"), ("h200", "H200"), ("h100 nvl", "H100-NVL"), ("h100 pcie", "H100-PCIe"),
-    ("h100", "H100-SXM"), ("a100-pcie-40", "A100-40G-PCIe"), ("a100-sxm4-40", "A100-40G-SXM"),
-    ("a100 80gb pcie", "A100-80G-PCIe"), ("a100-pcie-80", "A100-80G-PCIe"), ("a100", "A100-80G-SXM"),
-    ("v100s", "V100S-32G"), ("v100-pcie-32", "V100-32G-PCIe"), ("v100-sxm2-16", "V100-16G"), ("v100", "V100-32G"),
-    ("a10g", "A10G"), ("a10", "A10"), ("l40s", "L40S"), ("l4", "L4"), ("4090", "RTX-4090"), ("3090", "RTX-3090"),
+    ("h200 nvl", "H200-NVL"),
+    ("h200", "H200"),
+    ("h100 nvl", "H100-NVL"),
+    ("h100 pcie", "H100-PCIe"),
+    ("h100", "H100-SXM"),
+    ("a100-pcie-40", "A100-40G-PCIe"),
+    ("a100-sxm4-40", "A100-40G-SXM"),
+    ("a100 80gb pcie", "A100-80G-PCIe"),
+    ("a100-pcie-80", "A100-80G-PCIe"),
+    ("a100", "A100-80G-SXM"),
+    ("v100s", "V100S-32G"),
+    ("v100-pcie-32", "V100-32G-PCIe"),
+    ("v100-sxm2-16", "V100-16G"),
+    ("v100", "V100-32G"),
+    ("a10g", "A10G"),
+    ("a10", "A10"),
+    ("l40s", "L40S"),
+    ("l4", "L4"),
+    ("4090", "RTX-4090"),
+    ("3090", "RTX-3090"),
 )
 
 
@@ -55,7 +70,9 @@ def read_devices() -> list[DeviceReading]:
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
             name = pynvml.nvmlDeviceGetName(handle)
             info = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            found.append(DeviceReading(name.decode() if isinstance(name, bytes) else str(name), int(info.used), int(info.total)))
+            found.append(
+                DeviceReading(name.decode() if isinstance(name, bytes) else str(name), int(info.used), int(info.total))
+            )
         return found
     finally:
         pynvml.nvmlShutdown()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from servetune.load.http1 import Pool, ResponseError, _Conn
 from servetune.load.prompts import Turn
-from servetune.load.record import ErrorClass, Phase, RequestRecord
+from servetune.load.record import ErrorClass, RequestRecord
 from servetune.load.shape import Timeouts
 from servetune.load.sse import StreamState, parse_final
 
@@ -42,14 +42,23 @@ class Watchdog:
             now = _now()
             for conn, (state, sent) in list(self.inflight.items()):
                 if now - sent > whole:
-                    conn.abort(_Timeout(ErrorClass.FIRST_TOKEN_TIMEOUT if not state.chunk_ns else ErrorClass.INTER_TOKEN_TIMEOUT, f"no end after {self.t.request_s} s"))
+                    conn.abort(
+                        _Timeout(
+                            ErrorClass.FIRST_TOKEN_TIMEOUT if not state.chunk_ns else ErrorClass.INTER_TOKEN_TIMEOUT,
+                            f"no end after {self.t.request_s} s",
+                        )
+                    )
                 elif not state.stream:
                     continue
                 elif not state.chunk_ns:
                     if now - sent > first:
-                        conn.abort(_Timeout(ErrorClass.FIRST_TOKEN_TIMEOUT, f"no output within {self.t.first_token_s} s"))
+                        conn.abort(
+                            _Timeout(ErrorClass.FIRST_TOKEN_TIMEOUT, f"no output within {self.t.first_token_s} s")
+                        )
                 elif now - max(conn.last_ns, state.chunk_ns[-1]) > gap:
-                    conn.abort(_Timeout(ErrorClass.INTER_TOKEN_TIMEOUT, f"stalled for more than {self.t.inter_token_s} s"))
+                    conn.abort(
+                        _Timeout(ErrorClass.INTER_TOKEN_TIMEOUT, f"stalled for more than {self.t.inter_token_s} s")
+                    )
 
 
 class Client:
@@ -102,8 +111,10 @@ class Client:
         for attempt in (0, 1):
             try:
                 conn = await self.pool.acquire(fresh=attempt > 0)
-            except asyncio.TimeoutError:
-                return self._failed(record, ErrorClass.CONNECT_TIMEOUT, f"connect timed out after {self.pool.connect_timeout_s} s")
+            except TimeoutError:
+                return self._failed(
+                    record, ErrorClass.CONNECT_TIMEOUT, f"connect timed out after {self.pool.connect_timeout_s} s"
+                )
             except OSError as err:
                 return self._failed(record, ErrorClass.CONNECT_ERROR, f"cannot connect: {err}")
             reused = conn.used > 0
@@ -114,7 +125,9 @@ class Client:
             try:
                 await fut
             except ResponseError as err:
-                cls = {"reset": ErrorClass.CONNECTION_RESET, "truncated": ErrorClass.TRUNCATED}.get(err.kind, ErrorClass.INVALID_RESPONSE)
+                cls = {"reset": ErrorClass.CONNECTION_RESET, "truncated": ErrorClass.TRUNCATED}.get(
+                    err.kind, ErrorClass.INVALID_RESPONSE
+                )
                 error = (cls, str(err))
             except _Timeout as err:
                 error = (err.cls, str(err))
@@ -122,7 +135,13 @@ class Client:
                 self.watchdog.inflight.pop(conn, None)
             # A kept-alive connection that the server closed just as we reused it (its idle timeout): nothing
             # was answered, so the request is sent again once on a fresh connection, as HTTP clients do.
-            if error is not None and reused and attempt == 0 and state.status == 0 and error[0] != ErrorClass.FIRST_TOKEN_TIMEOUT:
+            if (
+                error is not None
+                and reused
+                and attempt == 0
+                and state.status == 0
+                and error[0] != ErrorClass.FIRST_TOKEN_TIMEOUT
+            ):
                 state = StreamState(self.stream, keep_outputs=state.keep_outputs)
                 continue
             break
@@ -188,4 +207,3 @@ class Client:
             record.output_tokens, record.output_tokens_source = len(state.chunk_ns), "chunks"
         elif not state.stream and facts.get("text"):
             record.output_tokens, record.output_tokens_source = len(facts["text"].split()), "chunks"
-

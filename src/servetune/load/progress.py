@@ -17,7 +17,14 @@ def live_progress(records: list[RequestRecord], shape: LoadShape, every_s: float
     from rich.live import Live
 
     start = time.monotonic()
-    bound = " ".join(x for x in (f"{shape.requests} requests" if shape.requests else "", f"{shape.duration_s:g} s" if shape.duration_s else "") if x)
+    bound = " ".join(
+        x
+        for x in (
+            f"{shape.requests} requests" if shape.requests else "",
+            f"{shape.duration_s:g} s" if shape.duration_s else "",
+        )
+        if x
+    )
     level = f"concurrency {shape.concurrency}" if shape.kind == "concurrency" else f"rate {shape.rate:g}/s"
 
     def render() -> str:

@@ -26,7 +26,6 @@ from servetune.load.workload import Workload
 from servetune.metrics.slo import Slos
 from servetune.metrics.summary import Summary, summarize
 
-
 _now = time.monotonic_ns
 
 
@@ -83,7 +82,13 @@ class _Phaser:
 
 
 class _Run:
-    def __init__(self, client: Client, factory: RequestFactory, shape: LoadShape, on_record: Callable[[RequestRecord], None] | None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        factory: RequestFactory,
+        shape: LoadShape,
+        on_record: Callable[[RequestRecord], None] | None,
+    ) -> None:
         self.client = client
         self.factory = factory
         self.shape = shape
@@ -108,8 +113,17 @@ class _Run:
     async def run_conversation(self, conv: Conversation, phase: Phase, scheduled_ns: int, dispatched_ns: int) -> None:
         for k, turn in enumerate(conv.turns):
             rec = RequestRecord.model_construct(
-                **{**_DEFAULTS, "index": conv.index, "traffic_class": conv.cls, "phase": phase, "conversation": conv.index, "turn": k,
-                   "scheduled_ns": scheduled_ns, "dispatched_ns": dispatched_ns, "chunk_ns": []}
+                **{
+                    **_DEFAULTS,
+                    "index": conv.index,
+                    "traffic_class": conv.cls,
+                    "phase": phase,
+                    "conversation": conv.index,
+                    "turn": k,
+                    "scheduled_ns": scheduled_ns,
+                    "dispatched_ns": dispatched_ns,
+                    "chunk_ns": [],
+                }
             )
             rec = await self.client.send(turn, rec)
             self.records.append(rec)
@@ -170,7 +184,11 @@ class _Run:
                 dispatched = _now()
                 conv = await self.conversation(index)
                 index += 1
-                run = capped(conv, phase, scheduled, dispatched) if cap else self.run_conversation(conv, phase, scheduled, dispatched)
+                run = (
+                    capped(conv, phase, scheduled, dispatched)
+                    if cap
+                    else self.run_conversation(conv, phase, scheduled, dispatched)
+                )
                 self._spawn(run, phase)
 
         await self._finish([asyncio.ensure_future(dispatcher())])
@@ -186,7 +204,11 @@ class _Run:
                 task.cancel()
 
 
-_DEFAULTS = {name: field.get_default(call_default_factory=True) for name, field in RequestRecord.model_fields.items() if not field.is_required()}
+_DEFAULTS = {
+    name: field.get_default(call_default_factory=True)
+    for name, field in RequestRecord.model_fields.items()
+    if not field.is_required()
+}
 
 
 async def run_load(
@@ -218,12 +240,14 @@ async def run_load(
     pool = Pool(base_url, shape.timeouts.connect_s)
     watchdog = Watchdog(shape.timeouts)
     count_output = counter.count_one if isinstance(counter, LocalTokenizer) else None
-    client = Client(pool, model, endpoint, stream, api_key, extra_body, workload.output_control, count_output, keep_text, watchdog)
+    client = Client(
+        pool, model, endpoint, stream, api_key, extra_body, workload.output_control, count_output, keep_text, watchdog
+    )
     run = _Run(client, factory, shape, on_record)
     await run.prebuild(_expected_conversations(shape))
     await counter.aclose()
     await _open_connections(pool, min(shape.concurrency or shape.max_concurrency or 64, 1024), base_url)
-    started_at = dt.datetime.now(dt.timezone.utc).isoformat()
+    started_at = dt.datetime.now(dt.UTC).isoformat()
     dog = asyncio.ensure_future(watchdog.run())
     display = _progress(run, shape) if progress else contextlib.nullcontext()
     run.start_ns = t0 = _now()
@@ -265,8 +289,10 @@ async def _open_connections(pool: Pool, n: int, base_url: str) -> None:
     """Opens the connections the run will need before the clock starts (no handshake inside a TTFT)."""
     try:
         conns = await asyncio.gather(*(pool.acquire() for _ in range(max(1, n))))
-    except (OSError, asyncio.TimeoutError) as err:
-        raise ServetuneError(f"cannot connect to {base_url}: {err}", "start the server, or check the URL and port") from err
+    except (TimeoutError, OSError) as err:
+        raise ServetuneError(
+            f"cannot connect to {base_url}: {err}", "start the server, or check the URL and port"
+        ) from err
     for conn in conns:
         pool.release(conn)
 

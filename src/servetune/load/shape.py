@@ -56,7 +56,9 @@ class LoadShape(BaseModel):
         return self
 
     @classmethod
-    def closed(cls, concurrency: int, *, requests: int | None = None, duration_s: float | None = None, **kw) -> LoadShape:
+    def closed(
+        cls, concurrency: int, *, requests: int | None = None, duration_s: float | None = None, **kw
+    ) -> LoadShape:
         return cls(kind="concurrency", concurrency=concurrency, requests=requests, duration_s=duration_s, **kw)
 
     @classmethod

@@ -31,7 +31,9 @@ class SweepResult(BaseModel):
         return self.model_dump_json(indent=indent, exclude={"points": {"__all__": {"result": {"records"}}}})
 
 
-def saturation(shape: LoadShape, previous: LoadResult | None, current: LoadResult, min_gain: float = 0.05, min_served: float = 0.9) -> str | None:
+def saturation(
+    shape: LoadShape, previous: LoadResult | None, current: LoadResult, min_gain: float = 0.05, min_served: float = 0.9
+) -> str | None:
     """Why `current` is saturated, or None."""
     s = current.summary
     total = s.completed + s.failed
@@ -40,7 +42,9 @@ def saturation(shape: LoadShape, previous: LoadResult | None, current: LoadResul
     if shape.kind == "rate" and shape.rate not in (None, float("inf")):
         served = served_ratio(current)
         if served is not None and served < min_served:
-            return f"the server completed requests at {100 * served:.0f}% of the offered rate ({shape.rate:g}/s offered)"
+            return (
+                f"the server completed requests at {100 * served:.0f}% of the offered rate ({shape.rate:g}/s offered)"
+            )
     if previous is not None and previous.summary.output_throughput > 0:
         gain = s.output_throughput / previous.summary.output_throughput - 1
         if gain < min_gain:

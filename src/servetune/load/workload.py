@@ -110,7 +110,9 @@ class Workload(BaseModel):
     output_control: Literal["ignore_eos", "min_tokens", "none"] = "ignore_eos"
 
     @classmethod
-    def synthetic(cls, input_tokens: int | Dist = 256, output_tokens: int | Dist = 128, *, seed: int = 0, **kw) -> Workload:
+    def synthetic(
+        cls, input_tokens: int | Dist = 256, output_tokens: int | Dist = 128, *, seed: int = 0, **kw
+    ) -> Workload:
         return cls(seed=seed, classes=(RequestClass(input_tokens=input_tokens, output_tokens=output_tokens),), **kw)
 
     @classmethod
@@ -130,11 +132,19 @@ class Workload(BaseModel):
     @classmethod
     def long_document(cls, target_tokens: int, output_tokens: int | Dist = 128, *, seed: int = 0) -> Workload:
         """One long document up to `target_tokens` input tokens (128K and beyond)."""
-        return cls(seed=seed, classes=(RequestClass(name="long_document", input_tokens=target_tokens, output_tokens=output_tokens),))
+        return cls(
+            seed=seed,
+            classes=(RequestClass(name="long_document", input_tokens=target_tokens, output_tokens=output_tokens),),
+        )
 
     @classmethod
-    def multi_turn(cls, turns: int, input_tokens: int | Dist = 128, output_tokens: int | Dist = 128, *, seed: int = 0) -> Workload:
-        return cls(seed=seed, classes=(RequestClass(name="chat", input_tokens=input_tokens, output_tokens=output_tokens, turns=turns),))
+    def multi_turn(
+        cls, turns: int, input_tokens: int | Dist = 128, output_tokens: int | Dist = 128, *, seed: int = 0
+    ) -> Workload:
+        return cls(
+            seed=seed,
+            classes=(RequestClass(name="chat", input_tokens=input_tokens, output_tokens=output_tokens, turns=turns),),
+        )
 
     @classmethod
     def mix(cls, classes: list[RequestClass], *, seed: int = 0) -> Workload:
@@ -142,5 +152,12 @@ class Workload(BaseModel):
         return cls(seed=seed, classes=tuple(classes))
 
     @classmethod
-    def from_file(cls, path: str, *, format: Literal["auto", "jsonl", "sharegpt"] = "auto", output_tokens: int | None = None, seed: int = 0) -> Workload:
+    def from_file(
+        cls,
+        path: str,
+        *,
+        format: Literal["auto", "jsonl", "sharegpt"] = "auto",
+        output_tokens: int | None = None,
+        seed: int = 0,
+    ) -> Workload:
         return cls(seed=seed, source=FileSource(path=path, format=format, output_tokens=output_tokens))

@@ -29,7 +29,9 @@ def request_row(r: RequestRecord) -> dict:
         "error_class": str(r.error_class) if r.error_class else None,
         "ttft_ms": ttft,
         "ttfc_ms": r.ttfc_ns / 1e6 if r.ttfc_ns is not None else None,
-        "tpot_ms": (r.e2el_ns / 1e6 - ttft) / (r.output_tokens - 1) if ttft is not None and r.output_tokens > 1 else None,
+        "tpot_ms": (r.e2el_ns / 1e6 - ttft) / (r.output_tokens - 1)
+        if ttft is not None and r.output_tokens > 1
+        else None,
         "e2el_ms": r.e2el_ns / 1e6,
         "max_itl_ms": max(gaps) / 1e6 if gaps else None,
         "chunks": len(r.chunk_ns),
@@ -54,7 +56,16 @@ def write_requests_csv(records: Iterable[RequestRecord], path: str | Path) -> No
 def summary_row(summary: Summary, **context: object) -> dict:
     """One flat row: context columns first, then vLLM-named figures (mean/median/p90/p95/p99 per latency)."""
     row: dict = dict(context)
-    for key in ("completed", "failed", "duration_s", "request_throughput", "output_throughput", "total_token_throughput", "goodput", "error_rate"):
+    for key in (
+        "completed",
+        "failed",
+        "duration_s",
+        "request_throughput",
+        "output_throughput",
+        "total_token_throughput",
+        "goodput",
+        "error_rate",
+    ):
         row[key] = getattr(summary, key)
     for name in ("ttft", "ttfc", "tpot", "itl", "e2el"):
         stat: Stat = getattr(summary, f"{name}_ms")

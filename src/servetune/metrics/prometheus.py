@@ -24,9 +24,18 @@ NAMES: dict[str, tuple[str, ...]] = {
     "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total",),
     "num_preemptions": ("vllm:num_preemptions_total", "vllm:num_preemption_total"),
     "prompt_tokens": ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
-    "generation_tokens": ("vllm:generation_tokens_total", "sglang:generation_tokens_total", "llamacpp:tokens_predicted_total"),
+    "generation_tokens": (
+        "vllm:generation_tokens_total",
+        "sglang:generation_tokens_total",
+        "llamacpp:tokens_predicted_total",
+    ),
     "requests_finished": ("vllm:request_success_total",),
-    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "llamacpp:kv_cache_usage_ratio"),
+    "kv_cache_usage": (
+        "vllm:kv_cache_usage_perc",
+        "vllm:gpu_cache_usage_perc",
+        "sglang:token_usage",
+        "llamacpp:kv_cache_usage_ratio",
+    ),
     "num_requests_running": ("vllm:num_requests_running", "sglang:num_running_reqs", "llamacpp:requests_processing"),
     "num_requests_waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "llamacpp:requests_deferred"),
 }
@@ -50,7 +59,9 @@ class MetricsSnapshot(BaseModel):
     samples: list[Sample]
 
     def values(self, name: str, **labels: str) -> list[float]:
-        return [s.value for s in self.samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+        return [
+            s.value for s in self.samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+        ]
 
     def get(self, figure: str) -> float | None:
         """A named figure (see NAMES), summed over label sets (engines, models), under its first present name."""
@@ -119,7 +130,9 @@ def parse(text: str, url: str = "", taken_s: float | None = None) -> MetricsSnap
             for s in family.samples:
                 samples.append(Sample(name=s.name, labels=dict(s.labels), value=float(s.value)))
     except ValueError as err:
-        raise ServetuneError(f"{url or 'the metrics text'} is not Prometheus text: {err}", "point at the engine's /metrics endpoint") from err
+        raise ServetuneError(
+            f"{url or 'the metrics text'} is not Prometheus text: {err}", "point at the engine's /metrics endpoint"
+        ) from err
     return MetricsSnapshot(url=url, taken_s=time.monotonic() if taken_s is None else taken_s, samples=samples)
 
 
@@ -130,7 +143,7 @@ def scrape(base_url: str, timeout_s: float = 10.0) -> MetricsSnapshot:
 
     url = base_url.rstrip("/") + "/metrics"
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - the user's own server
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             text = resp.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError) as err:
         raise ServetuneError(f"cannot read {url}: {err}", "check that the engine runs and exposes /metrics") from err

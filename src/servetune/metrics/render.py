@@ -11,11 +11,15 @@ def _fmt(v: float | None, digits: int = 2) -> str:
 
 def summary_lines(s: Summary, title: str = "") -> list[str]:
     lines = [f"== {title} ==" if title else "== servetune bench =="]
-    lines.append(f"completed {s.completed}  failed {s.failed}  duration {s.duration_s:.2f} s  peak concurrency {s.peak_concurrency}")
+    lines.append(
+        f"completed {s.completed}  failed {s.failed}  duration {s.duration_s:.2f} s  peak concurrency {s.peak_concurrency}"
+    )
     lines.append(
         f"request/s {s.request_throughput:.3f}   output tok/s {s.output_throughput:,.1f}   total tok/s {s.total_token_throughput:,.1f}"
     )
-    lines.append(f"input tokens {s.input_tokens:,}  output tokens {s.output_tokens:,}  (reasoning {s.reasoning_tokens:,})")
+    lines.append(
+        f"input tokens {s.input_tokens:,}  output tokens {s.output_tokens:,}  (reasoning {s.reasoning_tokens:,})"
+    )
     if s.goodput is not None:
         lines.append(f"goodput {s.goodput:.3f} req/s ({s.good_requests} of {s.completed} met the SLOs)")
     keys = [k for k in s.ttft_ms.percentiles] or ["p50", "p90", "p95", "p99"]
@@ -24,9 +28,17 @@ def summary_lines(s: Summary, title: str = "") -> list[str]:
         stat: Stat = getattr(s, f"{name}_ms")
         if stat.count == 0:
             continue
-        lines.append(f"{name:<6}{_fmt(stat.mean):>10}" + "".join(f"{_fmt(stat.percentiles.get(k)):>10}" for k in keys) + f"{_fmt(stat.max):>10}")
+        lines.append(
+            f"{name:<6}{_fmt(stat.mean):>10}"
+            + "".join(f"{_fmt(stat.percentiles.get(k)):>10}" for k in keys)
+            + f"{_fmt(stat.max):>10}"
+        )
     if s.errors_by_class:
-        lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in s.errors_by_class.items()) + f"  (error rate {100 * s.error_rate:.1f}%)")
+        lines.append(
+            "errors: "
+            + ", ".join(f"{k} {v}" for k, v in s.errors_by_class.items())
+            + f"  (error rate {100 * s.error_rate:.1f}%)"
+        )
     v = s.validity
     lines.append(
         f"validity: output tokens {v.output_tokens_received:,}/{v.output_tokens_requested:,} requested, "

@@ -51,6 +51,7 @@ class Slos(BaseModel):
                 values[key] = float(value)
             except ValueError:
                 raise ServetuneError(
-                    f"bad SLO {item!r}", "write SLOs as name:milliseconds with names ttft, tpot, e2el, itl (e.g. ttft:500 tpot:50)"
+                    f"bad SLO {item!r}",
+                    "write SLOs as name:milliseconds with names ttft, tpot, e2el, itl (e.g. ttft:500 tpot:50)",
                 ) from None
         return cls(**values)

@@ -95,7 +95,9 @@ def check_validity(records: Sequence[RequestRecord]) -> Validity:
                 "constant template overhead (tokenizer mismatch?)"
             )
     if ok and all(r.prompt_tokens_expected is None for r in ok):
-        warnings.append("input lengths are approximate: no tokenizer (pass a tokenizer.json or use a server with /tokenize)")
+        warnings.append(
+            "input lengths are approximate: no tokenizer (pass a tokenizer.json or use a server with /tokenize)"
+        )
     lateness = np.array([r.lateness_ns / 1e6 for r in measured]) if measured else np.zeros(1)
     p50, p99 = (float(x) for x in np.percentile(lateness, [50, 99]))
     if p99 > LATE_P99_MS:

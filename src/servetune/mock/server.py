@@ -111,7 +111,9 @@ _STREAM_HEAD = (
 
 
 def _response(status: int, body: bytes, content_type: bytes = b"application/json") -> bytes:
-    reason = {200: b"OK", 400: b"Bad Request", 401: b"Unauthorized", 404: b"Not Found", 429: b"Too Many Requests"}.get(status, b"Error")
+    reason = {200: b"OK", 400: b"Bad Request", 401: b"Unauthorized", 404: b"Not Found", 429: b"Too Many Requests"}.get(
+        status, b"Error"
+    )
     return b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s" % (
         status,
         reason,
@@ -155,7 +157,9 @@ class _Stream:
             delta = f'"role":"assistant","{key}":{json.dumps(text)}' if role else f'"{key}":{json.dumps(text)}'
             payload = f'{self.head}"delta":{{{delta}}},"logprobs":null,"finish_reason":{fin}}}]}}'
         else:
-            payload = f'{self.head}"text":{json.dumps(text)},"logprobs":null,"finish_reason":{fin},"stop_reason":null}}]}}'
+            payload = (
+                f'{self.head}"text":{json.dumps(text)},"logprobs":null,"finish_reason":{fin},"stop_reason":null}}]}}'
+            )
         return _frame(payload.encode())
 
     def start(self) -> None:
@@ -199,7 +203,11 @@ class _Stream:
             conn.server.schedule(self.t0 + self.k * self.itl, self._tick)
             return
         if self.usage:
-            usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.n, "total_tokens": self.prompt_tokens + self.n}
+            usage = {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.n,
+                "total_tokens": self.prompt_tokens + self.n,
+            }
             if self.reasoning:
                 usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning}
             head = self.head[: self.head.index(',"choices"')]
@@ -324,14 +332,21 @@ class MockServer:
                 return fault
         return None
 
-    def handle(self, conn: _Connection, method: str, path: str, raw: bytes, auth: str = "", arrival: float | None = None) -> None:
+    def handle(
+        self, conn: _Connection, method: str, path: str, raw: bytes, auth: str = "", arrival: float | None = None
+    ) -> None:
         cfg = self.config
         if cfg.api_key is not None and path.startswith("/v1/") and auth != f"Bearer {cfg.api_key}":
             return conn.send(_response(401, _error_body(401, "missing or wrong API key")))
         if method == "GET" and path == "/health":
             return conn.send(_response(200, b""))
         if method == "GET" and path == "/v1/models":
-            data = {"object": "list", "data": [{"id": cfg.model, "object": "model", "owned_by": "servetune", "max_model_len": cfg.max_model_len}]}
+            data = {
+                "object": "list",
+                "data": [
+                    {"id": cfg.model, "object": "model", "owned_by": "servetune", "max_model_len": cfg.max_model_len}
+                ],
+            }
             return conn.send(_response(200, json.dumps(data).encode()))
         if method == "GET" and path == "/metrics":
             return conn.send(_response(200, self.stats.render(cfg.model), b"text/plain; version=0.0.4"))
@@ -343,7 +358,11 @@ class MockServer:
             return conn.send(_response(400, _error_body(400, "body is not JSON")))
         if path == "/tokenize":
             n = _count_words(body)
-            return conn.send(_response(200, json.dumps({"count": n, "max_model_len": cfg.max_model_len, "tokens": list(range(n))}).encode()))
+            return conn.send(
+                _response(
+                    200, json.dumps({"count": n, "max_model_len": cfg.max_model_len, "tokens": list(range(n))}).encode()
+                )
+            )
         arrival = self.loop.time() if arrival is None else arrival
         self.stats.requests += 1
         fault = self._fault_for(body)
@@ -365,20 +384,32 @@ class MockServer:
             return
         n, cfg = stream.n, self.config
         self.stats.generation_tokens += n
-        usage = {"prompt_tokens": stream.prompt_tokens, "completion_tokens": n, "total_tokens": stream.prompt_tokens + n}
+        usage = {
+            "prompt_tokens": stream.prompt_tokens,
+            "completion_tokens": n,
+            "total_tokens": stream.prompt_tokens + n,
+        }
         text = _TOKEN * n
         choice: dict = {"index": 0, "finish_reason": stream.finish}
         if stream.chat:
             choice["message"] = {"role": "assistant", "content": text}
         else:
             choice["text"] = text
-        data = {"id": "cmpl-mock", "object": "chat.completion" if stream.chat else "text_completion", "model": cfg.model, "choices": [choice], "usage": usage}
+        data = {
+            "id": "cmpl-mock",
+            "object": "chat.completion" if stream.chat else "text_completion",
+            "model": cfg.model,
+            "choices": [choice],
+            "usage": usage,
+        }
         conn.transport.write(_response(200, json.dumps(data).encode()))
         conn.finish_response(stream.finish)
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Starts listening; returns the bound port (port 0 picks a free one)."""
-        self._server = await self.loop.create_server(lambda: _Connection(self), host, port, backlog=4096, reuse_address=True)
+        self._server = await self.loop.create_server(
+            lambda: _Connection(self), host, port, backlog=4096, reuse_address=True
+        )
         return self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:

@@ -55,8 +55,13 @@ SUPPORTED_ARCHITECTURES = (
 _QKV_BIAS = {"Qwen2ForCausalLM", "Qwen2MoeForCausalLM"}
 _QK_NORM = {"Qwen3", "Qwen3Moe", "Qwen3Next", "Qwen3_5", "Qwen3_5Moe"}
 _DTYPES: dict[str, ModelDtype] = {
-    "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "half": "float16",
-    "float32": "bfloat16", "float": "bfloat16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "float32": "bfloat16",
+    "float": "bfloat16",
 }
 
 
@@ -95,7 +100,9 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
     try:
         data = json.loads(file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ServetuneError(f"{file} is not valid JSON: {err}", "fix the file or point at the model's config.json") from err
+        raise ServetuneError(
+            f"{file} is not valid JSON: {err}", "fix the file or point at the model's config.json"
+        ) from err
     if not isinstance(data, dict):
         raise ServetuneError(f"{file} is not a JSON object", "point at the model's config.json")
     return data, file
@@ -142,7 +149,9 @@ def spec_from_config(
         for kind, moe_layer in zip(layer_types, is_moe, strict=True)
     ]
     embed = vocab * hidden
-    mtp_layer = _layer_params("full_attention", bool(moe), hidden, intermediate, attention, mla, linear, moe) if mtp else None
+    mtp_layer = (
+        _layer_params("full_attention", bool(moe), hidden, intermediate, attention, mla, linear, moe) if mtp else None
+    )
     mtp_linear = mtp * (2 * hidden * hidden + mtp_layer.linear) if mtp_layer else 0
     mtp_other = mtp * (3 * hidden + mtp_layer.other) if mtp_layer else 0
     vision = _vision(raw, hidden)
@@ -327,18 +336,34 @@ def _layer_params(
         )
     elif mla is not None:
         mix_linear, mix_other = mla_params(
-            hidden, mla.num_heads, mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim, mla.qk_rope_head_dim, mla.v_head_dim
+            hidden,
+            mla.num_heads,
+            mla.q_lora_rank,
+            mla.kv_lora_rank,
+            mla.qk_nope_head_dim,
+            mla.qk_rope_head_dim,
+            mla.v_head_dim,
         )
     else:
         assert attention is not None
         mix_linear, mix_other, kv = attention_params(
-            hidden, attention.num_heads, attention.num_kv_heads, attention.head_dim,
-            bias=attention.qkv_bias, qk_norm=attention.qk_norm, output_gate=attention.output_gate,
+            hidden,
+            attention.num_heads,
+            attention.num_kv_heads,
+            attention.head_dim,
+            bias=attention.qkv_bias,
+            qk_norm=attention.qk_norm,
+            output_gate=attention.output_gate,
         )
     if moe_layer and moe is not None:
         mlp_linear, mlp_other, experts, active = moe_params(
-            hidden, moe.num_experts, moe.top_k, moe.expert_intermediate, moe.shared_intermediate,
-            shared_gate=moe.shared_expert_gate, router_bias=moe.router_bias,
+            hidden,
+            moe.num_experts,
+            moe.top_k,
+            moe.expert_intermediate,
+            moe.shared_intermediate,
+            shared_gate=moe.shared_expert_gate,
+            router_bias=moe.router_bias,
         )
     else:
         mlp_linear, mlp_other, experts = mlp_params(hidden, intermediate), 0, 0
@@ -364,11 +389,15 @@ def _vision(raw: dict[str, Any], text_hidden: int) -> VisionShape | None:
         return None
     if vc.get("patch_size") and vc.get("spatial_merge_size"):
         params = qwen_vit_params(
-            depth, hidden, inter,
-            in_channels=int(f.opt("in_channels", 3)), patch=int(vc["patch_size"]),
+            depth,
+            hidden,
+            inter,
+            in_channels=int(f.opt("in_channels", 3)),
+            patch=int(vc["patch_size"]),
             temporal_patch=int(f.opt("temporal_patch_size", 1)),
             num_position_embeddings=int(f.opt("num_position_embeddings", 0)),
-            merge=int(vc["spatial_merge_size"]), out_hidden=int(f.opt("out_hidden_size", text_hidden)),
+            merge=int(vc["spatial_merge_size"]),
+            out_hidden=int(f.opt("out_hidden_size", text_hidden)),
         )
     else:
         params = generic_vit_params(depth, hidden, inter, text_hidden)

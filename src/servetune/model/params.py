@@ -139,8 +139,16 @@ def moe_params(
 
 
 def qwen_vit_params(
-    depth: int, hidden: int, intermediate: int, *, in_channels: int, patch: int, temporal_patch: int,
-    num_position_embeddings: int, merge: int, out_hidden: int,
+    depth: int,
+    hidden: int,
+    intermediate: int,
+    *,
+    in_channels: int,
+    patch: int,
+    temporal_patch: int,
+    num_position_embeddings: int,
+    merge: int,
+    out_hidden: int,
 ) -> int:
     """Qwen3-VL/Qwen3.5 vision tower: patch embed, learned positions, ViT blocks, patch merger."""
     block = 4 * hidden * hidden + 4 * hidden + 2 * hidden * intermediate + intermediate + hidden + 4 * hidden

@@ -114,5 +114,7 @@ def _compressed_tensors(qc: dict[str, Any]) -> QuantSpec:
         if bits == 8:
             return QuantSpec(method="int8", weight_bits=8, source="quantization_config")
         gsize = weights.get("group_size")
-        return QuantSpec(method="gptq", weight_bits=bits, group_size=int(gsize) if gsize else None, source="quantization_config")
+        return QuantSpec(
+            method="gptq", weight_bits=bits, group_size=int(gsize) if gsize else None, source="quantization_config"
+        )
     return QuantSpec(method="int8", weight_bits=8, source="quantization_config")

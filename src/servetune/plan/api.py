@@ -144,17 +144,31 @@ def plan_for(
     spec_tokens = inputs.num_speculative_tokens
 
     lay = kvcache.layout(
-        spec, tp=tp, pp=pp, kv_cache_dtype=inputs.kv_cache_dtype, block_size=inputs.block_size,
-        num_spec_tokens=spec_tokens if spec.is_hybrid else 0, mtp_drafter=with_mtp, prefix_caching=prefix,
-        mamba_cache_dtype=inputs.mamba_cache_dtype, mamba_ssm_cache_dtype=inputs.mamba_ssm_cache_dtype,
-        compute_capability=gpu.compute_capability, max_num_batched_tokens=mnbt,
+        spec,
+        tp=tp,
+        pp=pp,
+        kv_cache_dtype=inputs.kv_cache_dtype,
+        block_size=inputs.block_size,
+        num_spec_tokens=spec_tokens if spec.is_hybrid else 0,
+        mtp_drafter=with_mtp,
+        prefix_caching=prefix,
+        mamba_cache_dtype=inputs.mamba_cache_dtype,
+        mamba_ssm_cache_dtype=inputs.mamba_ssm_cache_dtype,
+        compute_capability=gpu.compute_capability,
+        max_num_batched_tokens=mnbt,
     )
     util = inputs.gpu_memory_utilization or beh.default_gpu_memory_utilization
     requested = memory.requested_memory(gpu.memory_bytes, util)
     weights = memory.weights_per_gpu(spec, tp=tp, pp=pp, with_mtp=with_mtp)
     over = memory.overhead(
-        spec, tp=tp, pp=pp, max_num_batched_tokens=mnbt, max_num_seqs=mns, spec_tokens=spec_tokens,
-        cudagraphs=beh.cudagraph_in_profile and not inputs.enforce_eager, max_capture=inputs.max_cudagraph_capture_size,
+        spec,
+        tp=tp,
+        pp=pp,
+        max_num_batched_tokens=mnbt,
+        max_num_seqs=mns,
+        spec_tokens=spec_tokens,
+        cudagraphs=beh.cudagraph_in_profile and not inputs.enforce_eager,
+        max_capture=inputs.max_cudagraph_capture_size,
         model=overhead_model or memory.OverheadModel(),
     )
     if available_kv_bytes is not None:
@@ -173,42 +187,90 @@ def plan_for(
         if fit:
             max_len = fit
             notes.append(f"max_model_len auto-fit: {fit:,} tokens")
-    cap = kvcache.capacity(lay, available_kv_bytes=max(avail, 0), max_model_len=max_len, behaviour=beh,
-                           num_gpu_blocks_override=inputs.num_gpu_blocks_override)
+    cap = kvcache.capacity(
+        lay,
+        available_kv_bytes=max(avail, 0),
+        max_model_len=max_len,
+        behaviour=beh,
+        num_gpu_blocks_override=inputs.num_gpu_blocks_override,
+    )
     if not cap.fits_one_request and not any("short before any KV" in r for r in reasons):
         reasons.append(_kv_shortfall(cap, avail, max_len))
     low = kvcache.capacity(lay, available_kv_bytes=max(avail - unc, 0), max_model_len=max_len, behaviour=beh)
     high = kvcache.capacity(lay, available_kv_bytes=max(avail + unc, 0), max_model_len=max_len, behaviour=beh)
     feasible = not reasons
     if source == "model" and feasible and not low.fits_one_request:
-        notes.append("tight: with overheads at the high end of the model's range one max-length request would not fit; "
-                     "measure once (servetune plan --from-log) or leave headroom")
+        notes.append(
+            "tight: with overheads at the high end of the model's range one max-length request would not fit; "
+            "measure once (servetune plan --from-log) or leave headroom"
+        )
     elif source == "model" and not feasible and reasons[-1].startswith("one request") and high.fits_one_request:
         notes.append("borderline: with overheads at the low end of the model's range it would fit")
 
     flags = _serve_flags(cfg.flags, rules.extra_flags, max_len, auto_len, tp)
     costs = roofline.model_costs(spec, tp=tp, kv_cache_dtype=inputs.kv_cache_dtype, with_mtp=with_mtp)
-    speeds = speed_estimates(costs, gpu, lay, cap.num_blocks, mns, mnbt, max_len, spec_tokens if with_mtp else 0,
-                     efficiency or roofline.Efficiency(), acceptance_rate)
+    speeds = speed_estimates(
+        costs,
+        gpu,
+        lay,
+        cap.num_blocks,
+        mns,
+        mnbt,
+        max_len,
+        spec_tokens if with_mtp else 0,
+        efficiency or roofline.Efficiency(),
+        acceptance_rate,
+    )
     version = beh.version
     plan = Plan(
-        model=cfg.model, model_name=spec.name, gpu=gpu.name, num_gpus=num_gpus, vllm_version=version,
-        feasible=feasible, reasons=reasons, notes=notes, fixes=[], tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        model=cfg.model,
+        model_name=spec.name,
+        gpu=gpu.name,
+        num_gpus=num_gpus,
+        vllm_version=version,
+        feasible=feasible,
+        reasons=reasons,
+        notes=notes,
+        fixes=[],
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
         data_parallel_size=inputs.data_parallel_size,
-        max_model_len=max_len, gpu_memory_utilization=util, kv_cache_dtype=inputs.kv_cache_dtype,
-        serve_dtype=rules.serve_dtype, weight_format=spec.quant.label if spec.quant.method != "none" else rules.serve_dtype,
-        prefix_caching=prefix, num_speculative_tokens=spec_tokens, max_num_seqs=mns, max_num_batched_tokens=mnbt,
-        params_loaded=spec.loaded_params(with_mtp=with_mtp), gpu_memory_bytes=gpu.memory_bytes, requested_bytes=requested,
-        weights_bytes_per_gpu=weights, overhead=over, available_kv_bytes=avail, available_kv_source=source,
-        available_kv_low_bytes=avail - unc, available_kv_high_bytes=avail + unc, layout=lay, block_size=lay.block_size,
-        num_blocks=cap.num_blocks, blocks_per_request=cap.blocks_per_request, max_concurrency=cap.max_concurrency,
-        max_concurrency_low=low.max_concurrency, max_concurrency_high=high.max_concurrency,
-        kv_cache_tokens=cap.kv_cache_tokens, needed_kv_bytes=cap.needed_bytes,
-        estimated_max_model_len=cap.estimated_max_model_len, log_lines=cap.log_lines, speeds=speeds,
-        serve_flags=flags, serve_command=serve_command(cfg.model, flags),
+        max_model_len=max_len,
+        gpu_memory_utilization=util,
+        kv_cache_dtype=inputs.kv_cache_dtype,
+        serve_dtype=rules.serve_dtype,
+        weight_format=spec.quant.label if spec.quant.method != "none" else rules.serve_dtype,
+        prefix_caching=prefix,
+        num_speculative_tokens=spec_tokens,
+        max_num_seqs=mns,
+        max_num_batched_tokens=mnbt,
+        params_loaded=spec.loaded_params(with_mtp=with_mtp),
+        gpu_memory_bytes=gpu.memory_bytes,
+        requested_bytes=requested,
+        weights_bytes_per_gpu=weights,
+        overhead=over,
+        available_kv_bytes=avail,
+        available_kv_source=source,
+        available_kv_low_bytes=avail - unc,
+        available_kv_high_bytes=avail + unc,
+        layout=lay,
+        block_size=lay.block_size,
+        num_blocks=cap.num_blocks,
+        blocks_per_request=cap.blocks_per_request,
+        max_concurrency=cap.max_concurrency,
+        max_concurrency_low=low.max_concurrency,
+        max_concurrency_high=high.max_concurrency,
+        kv_cache_tokens=cap.kv_cache_tokens,
+        needed_kv_bytes=cap.needed_bytes,
+        estimated_max_model_len=cap.estimated_max_model_len,
+        log_lines=cap.log_lines,
+        speeds=speeds,
+        serve_flags=flags,
+        serve_command=serve_command(cfg.model, flags),
         docker_command=docker_command(cfg.model, flags, version=version),
     )
     if not feasible and with_fixes:
+
         def replan(changed: EngineConfig, n: int) -> Plan:
             return plan_for(changed, gpu, n, vllm_version=version, overhead_model=overhead_model, with_fixes=False)
 
@@ -228,8 +290,10 @@ def _max_model_len(
         if env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1":
             notes.append(message + ": allowed by VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; quality needs RoPE scaling")
         else:
-            reasons.append(message + "; vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set "
-                           "(add rope scaling, e.g. YaRN, to the config for quality)")
+            reasons.append(
+                message + "; vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set "
+                "(add rope scaling, e.g. YaRN, to the config for quality)"
+            )
     return max_len, False
 
 
@@ -237,7 +301,11 @@ def _kv_shortfall(cap: kvcache.Capacity, avail: int, max_len: int) -> str:
     """Why the KV cache cannot hold one max-length request, by how much, and the length that would fit."""
     if avail <= 0:
         return f"no memory left for the KV cache ({avail / GiB:.2f} GiB after weights and overhead)"
-    hint = f"; the largest max_model_len that fits is {cap.estimated_max_model_len:,}" if cap.estimated_max_model_len else ""
+    hint = (
+        f"; the largest max_model_len that fits is {cap.estimated_max_model_len:,}"
+        if cap.estimated_max_model_len
+        else ""
+    )
     return (
         f"one request at max_model_len {max_len:,} needs {cap.needed_bytes / GiB:.2f} GiB of KV cache, "
         f"but {cap.available_kv_bytes / GiB:.2f} GiB is available "
@@ -245,9 +313,7 @@ def _kv_shortfall(cap: kvcache.Capacity, avail: int, max_len: int) -> str:
     )
 
 
-def _serve_flags(
-    user: dict[str, Any], extra: dict[str, str], max_len: int, auto_len: bool, tp: int
-) -> dict[str, Any]:
+def _serve_flags(user: dict[str, Any], extra: dict[str, str], max_len: int, auto_len: bool, tp: int) -> dict[str, Any]:
     """The user's flags in vLLM spelling, plus what the plan decided (TP, a resolved max_model_len, fallbacks)."""
     flags: dict[str, Any] = {flag_key(k): v for k, v in user.items() if v is not None}
     if tp > 1 and "tensor-parallel-size" not in flags:
@@ -257,5 +323,3 @@ def _serve_flags(
     for key, value in extra.items():
         flags.setdefault(key, value)
     return flags
-
-

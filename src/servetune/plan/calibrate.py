@@ -28,8 +28,21 @@ _VERSION = re.compile(r"(?:vLLM API server version|version) v?(\d+\.\d+\.\d+)")
 
 
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*\})")
-_NOT_LEDGER = frozenset({"model", "model-tag", "host", "port", "served-model-name", "load-format", "additional-config",
-                         "api-server-count", "uvicorn-log-level", "disable-log-requests", "trust-remote-code"})
+_NOT_LEDGER = frozenset(
+    {
+        "model",
+        "model-tag",
+        "host",
+        "port",
+        "served-model-name",
+        "load-format",
+        "additional-config",
+        "api-server-count",
+        "uvicorn-log-level",
+        "disable-log-requests",
+        "trust-remote-code",
+    }
+)
 
 
 def flags_from_log(text: str) -> dict[str, Any]:
@@ -80,9 +93,14 @@ def read_startup_log(text: str) -> LogFigures:
     block = _BLOCK.findall(text)
     equiv = _EQUIV.findall(text)
     version = _VERSION.findall(text)
-    lines = [m.group(0) for m in re.finditer(r"GPU KV cache size: [\d,]+ tokens(?:, Maximum concurrency[^\n]*x)?", text)]
-    lines += [m.group(0) for m in re.finditer(r"Maximum concurrency for [\d,]+ tokens per request: [\d.]+x", text)
-              if not any(m.group(0) in line for line in lines)]
+    lines = [
+        m.group(0) for m in re.finditer(r"GPU KV cache size: [\d,]+ tokens(?:, Maximum concurrency[^\n]*x)?", text)
+    ]
+    lines += [
+        m.group(0)
+        for m in re.finditer(r"Maximum concurrency for [\d,]+ tokens per request: [\d.]+x", text)
+        if not any(m.group(0) in line for line in lines)
+    ]
     return LogFigures(
         version=version[-1] if version else None,
         weights_gib=max(weights) if weights else None,
@@ -134,8 +152,14 @@ class OverheadCheck(BaseModel):
 
 
 def check_overhead(
-    *, requested_bytes: int, weights_bytes: int, overhead: Overhead, available_model_bytes: int, uncertainty_bytes: int,
-    figures: LogFigures, total_bytes: int,
+    *,
+    requested_bytes: int,
+    weights_bytes: int,
+    overhead: Overhead,
+    available_model_bytes: int,
+    uncertainty_bytes: int,
+    figures: LogFigures,
+    total_bytes: int,
 ) -> OverheadCheck:
     """Compares a modelled ledger with the figures of a log."""
     graphs = figures.cudagraph_estimate_bytes(total_bytes)

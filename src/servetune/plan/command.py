@@ -39,7 +39,21 @@ def docker_command(model: str, flags: dict[str, Any], *, version: str, port: int
     name = PurePosixPath(model).name or "model"
     inside = f"/models/{name}"
     argv = [
-        "docker", "run", "--rm", "--runtime", "nvidia", "--gpus", "all", "--ipc=host", "-p", f"{port}:8000",
-        "-v", f"{model}:{inside}:ro", f"vllm/vllm-openai:v{version}", "--model", inside, *flag_args(flags),
+        "docker",
+        "run",
+        "--rm",
+        "--runtime",
+        "nvidia",
+        "--gpus",
+        "all",
+        "--ipc=host",
+        "-p",
+        f"{port}:8000",
+        "-v",
+        f"{model}:{inside}:ro",
+        f"vllm/vllm-openai:v{version}",
+        "--model",
+        inside,
+        *flag_args(flags),
     ]
     return shlex.join(argv)

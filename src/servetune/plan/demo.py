@@ -44,9 +44,16 @@ def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
         verdict = "[green]fits[/]" if plan.feasible else f"[red]no[/] (fix: {fixes})"
         speed = f"{plan.speeds[0].expected:.0f} tok/s" if plan.feasible else "-"
         table.add_row(
-            seed.title, verdict, f"{plan.weights_bytes_per_gpu / GiB:.2f} GiB", f"{plan.available_kv_bytes / GiB:.2f} GiB",
-            str(plan.block_size), f"{plan.num_blocks:,}", f"{plan.max_concurrency:.2f}x",
+            seed.title,
+            verdict,
+            f"{plan.weights_bytes_per_gpu / GiB:.2f} GiB",
+            f"{plan.available_kv_bytes / GiB:.2f} GiB",
+            str(plan.block_size),
+            f"{plan.num_blocks:,}",
+            f"{plan.max_concurrency:.2f}x",
             speed,
         )
     console.print(table)
-    console.print("Full plans with flags: servetune plan-seeds --detail  (one system: servetune plan --model qwen3.6-27b --gpu ...)")
+    console.print(
+        "Full plans with flags: servetune plan-seeds --detail  (one system: servetune plan --model qwen3.6-27b --gpu ...)"
+    )

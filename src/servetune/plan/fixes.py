@@ -38,7 +38,13 @@ class Fix(BaseModel):
 
 
 def find_fixes(
-    cfg: EngineConfig, gpu: GPUSpec, num_gpus: int, spec: ModelSpec, inputs: PlanInputs, plan: Plan, replan: Replan,
+    cfg: EngineConfig,
+    gpu: GPUSpec,
+    num_gpus: int,
+    spec: ModelSpec,
+    inputs: PlanInputs,
+    plan: Plan,
+    replan: Replan,
 ) -> list[Fix]:
     """Single changes (then pairs) that make the plan fit, each with its resulting capacity."""
     tp = inputs.tensor_parallel_size
@@ -56,7 +62,13 @@ def find_fixes(
     if not inputs.kv_fp8:
         candidates.append(("FP8 KV cache", {"kv-cache-dtype": "fp8"}, num_gpus))
     if plan.estimated_max_model_len and plan.estimated_max_model_len < plan.max_model_len:
-        candidates.append((f"max-model-len {plan.estimated_max_model_len:,}", {"max-model-len": plan.estimated_max_model_len}, num_gpus))
+        candidates.append(
+            (
+                f"max-model-len {plan.estimated_max_model_len:,}",
+                {"max-model-len": plan.estimated_max_model_len},
+                num_gpus,
+            )
+        )
     if plan.gpu_memory_utilization < 0.95:
         candidates.append(("gpu-memory-utilization 0.95", {"gpu-memory-utilization": 0.95}, num_gpus))
     if gpu.compute_capability < 8.0 and not any(k.lstrip("-").replace("_", "-") == "dtype" for k in cfg.flags):
@@ -69,14 +81,19 @@ def find_fixes(
             return None
         if not trial.feasible:
             return None
-        return Fix(change=change + (f" on {n} GPUs" if n != num_gpus else ""), flags=flags, num_gpus=n,
-                   max_concurrency=trial.max_concurrency, kv_cache_tokens=trial.kv_cache_tokens,
-                   weights_gib_per_gpu=trial.weights_bytes_per_gpu / GiB)
+        return Fix(
+            change=change + (f" on {n} GPUs" if n != num_gpus else ""),
+            flags=flags,
+            num_gpus=n,
+            max_concurrency=trial.max_concurrency,
+            kv_cache_tokens=trial.kv_cache_tokens,
+            weights_gib_per_gpu=trial.weights_bytes_per_gpu / GiB,
+        )
 
     fixes = [f for f in (attempt(*c) for c in candidates) if f]
     if not fixes:
         for i, (c1, f1, n1) in enumerate(candidates):
-            for c2, f2, n2 in candidates[i + 1:]:
+            for c2, f2, n2 in candidates[i + 1 :]:
                 fix = attempt(f"{c1} + {c2}", {**f1, **f2}, max(n1, n2))
                 if fix:
                     fixes.append(fix)

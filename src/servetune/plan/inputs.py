@@ -30,7 +30,9 @@ def human_readable_int(value: Any, flag: str = "value") -> int:
     text = str(value).strip()
     m = re.fullmatch(r"(-?\d+(?:\.\d+)?)([kKmMgGtT]?)", text)
     if not m:
-        raise ServetuneError(f"--{flag} {text!r} is not a number", f"e.g. --{flag} 131072, 128K (=131072) or 128k (=128000)")
+        raise ServetuneError(
+            f"--{flag} {text!r} is not a number", f"e.g. --{flag} 131072, 128K (=131072) or 128k (=128000)"
+        )
     number, suffix = m.groups()
     if not suffix:
         if "." in number:
@@ -39,7 +41,8 @@ def human_readable_int(value: Any, flag: str = "value") -> int:
     if suffix in _BINARY:
         if "." in number:
             raise ServetuneError(
-                f"--{flag} {text!r}: vLLM allows decimals only with decimal suffixes (k, m, g, t)", "write e.g. 25.6k or 32K"
+                f"--{flag} {text!r}: vLLM allows decimals only with decimal suffixes (k, m, g, t)",
+                "write e.g. 25.6k or 32K",
             )
         return int(number) * _BINARY[suffix]
     return int(float(number) * _DECIMAL[suffix])
@@ -82,8 +85,13 @@ class PlanInputs(BaseModel):
         return self.kv_cache_dtype in FP8_KV
 
 
-_ALIASES = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "dp": "data-parallel-size",
-            "sc": "speculative-config", "q": "quantization"}
+_ALIASES = {
+    "tp": "tensor-parallel-size",
+    "pp": "pipeline-parallel-size",
+    "dp": "data-parallel-size",
+    "sc": "speculative-config",
+    "q": "quantization",
+}
 
 
 def flag_key(name: str) -> str:
@@ -118,14 +126,19 @@ def _speculative(value: Any) -> tuple[str | None, int]:
             value = json.loads(value)
         except json.JSONDecodeError as err:
             raise ServetuneError(
-                f"--speculative-config is not JSON: {value!r}", """write it like '{"method": "mtp", "num_speculative_tokens": 2}'"""
+                f"--speculative-config is not JSON: {value!r}",
+                """write it like '{"method": "mtp", "num_speculative_tokens": 2}'""",
             ) from err
     if not isinstance(value, dict):
-        raise ServetuneError("--speculative-config must be a JSON object", """e.g. '{"method": "mtp", "num_speculative_tokens": 2}'""")
+        raise ServetuneError(
+            "--speculative-config must be a JSON object", """e.g. '{"method": "mtp", "num_speculative_tokens": 2}'"""
+        )
     method = value.get("method")
     tokens = value.get("num_speculative_tokens")
     if tokens is None:
-        raise ServetuneError("--speculative-config has no num_speculative_tokens", "add it, e.g. \"num_speculative_tokens\": 2")
+        raise ServetuneError(
+            "--speculative-config has no num_speculative_tokens", 'add it, e.g. "num_speculative_tokens": 2'
+        )
     return (str(method) if method else None), _number(tokens, "speculative-config num_speculative_tokens")
 
 
@@ -141,7 +154,9 @@ def inputs_from_flags(flags: dict[str, Any]) -> PlanInputs:
         out["data_parallel_size"] = _number(f["data-parallel-size"], "data-parallel-size")
     if "max-model-len" in f:
         raw = f["max-model-len"]
-        out["max_model_len"] = -1 if str(raw).strip().lower() in ("auto", "-1") else human_readable_int(raw, "max-model-len")
+        out["max_model_len"] = (
+            -1 if str(raw).strip().lower() in ("auto", "-1") else human_readable_int(raw, "max-model-len")
+        )
     for flag, field, kind in (
         ("gpu-memory-utilization", "gpu_memory_utilization", float),
         ("max-num-seqs", "max_num_seqs", int),
@@ -151,12 +166,18 @@ def inputs_from_flags(flags: dict[str, Any]) -> PlanInputs:
     ):
         if flag in f:
             out[field] = _number(f[flag], flag, kind)
-    for flag, field in (("max-num-batched-tokens", "max_num_batched_tokens"), ("kv-cache-memory-bytes", "kv_cache_memory_bytes")):
+    for flag, field in (
+        ("max-num-batched-tokens", "max_num_batched_tokens"),
+        ("kv-cache-memory-bytes", "kv_cache_memory_bytes"),
+    ):
         if flag in f:
             out[field] = human_readable_int(f[flag], flag)
     for flag, field in (
-        ("kv-cache-dtype", "kv_cache_dtype"), ("dtype", "dtype"), ("quantization", "quantization"),
-        ("mamba-cache-dtype", "mamba_cache_dtype"), ("mamba-ssm-cache-dtype", "mamba_ssm_cache_dtype"),
+        ("kv-cache-dtype", "kv_cache_dtype"),
+        ("dtype", "dtype"),
+        ("quantization", "quantization"),
+        ("mamba-cache-dtype", "mamba_cache_dtype"),
+        ("mamba-ssm-cache-dtype", "mamba_ssm_cache_dtype"),
         ("attention-backend", "attention_backend"),
     ):
         if flag in f:
@@ -186,14 +207,35 @@ def inputs_from_flags(flags: dict[str, Any]) -> PlanInputs:
     return PlanInputs(**out)
 
 
-BOOL_FLAGS = frozenset({
-    "language-model-only", "enable-prefix-caching", "enforce-eager", "enable-chunked-prefill", "trust-remote-code",
-    "enable-auto-tool-choice", "disable-log-requests", "disable-log-stats", "async-scheduling",
-    "disable-hybrid-kv-cache-manager", "enable-expert-parallel", "no-enable-prefix-caching", "enable-lora",
-    "disable-custom-all-reduce", "enable-log-requests", "no-enable-chunked-prefill", "no-async-scheduling",
-})
-_SHORT = {"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size", "-sc": "speculative-config", "-q": "quantization",
-          "-dp": "data-parallel-size", "-cc": "compilation-config"}
+BOOL_FLAGS = frozenset(
+    {
+        "language-model-only",
+        "enable-prefix-caching",
+        "enforce-eager",
+        "enable-chunked-prefill",
+        "trust-remote-code",
+        "enable-auto-tool-choice",
+        "disable-log-requests",
+        "disable-log-stats",
+        "async-scheduling",
+        "disable-hybrid-kv-cache-manager",
+        "enable-expert-parallel",
+        "no-enable-prefix-caching",
+        "enable-lora",
+        "disable-custom-all-reduce",
+        "enable-log-requests",
+        "no-enable-chunked-prefill",
+        "no-async-scheduling",
+    }
+)
+_SHORT = {
+    "-tp": "tensor-parallel-size",
+    "-pp": "pipeline-parallel-size",
+    "-sc": "speculative-config",
+    "-q": "quantization",
+    "-dp": "data-parallel-size",
+    "-cc": "compilation-config",
+}
 
 
 def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
@@ -210,7 +252,9 @@ def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
         if token in _SHORT:
             token = "--" + _SHORT[token]
         if not token.startswith("--") or token == "--":
-            raise ServetuneError(f"unexpected argument {token!r}", "write vLLM flags as --name value (e.g. --max-model-len 32K)")
+            raise ServetuneError(
+                f"unexpected argument {token!r}", "write vLLM flags as --name value (e.g. --max-model-len 32K)"
+            )
         name, eq, value = token[2:].partition("=")
         name = flag_key(name)
         if not name:
@@ -239,6 +283,8 @@ def _json_or_text(value: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as err:
-            raise ServetuneError(f"flag value is not valid JSON: {value!r}",
-                                 """quote it for the shell, e.g. '{"method": "mtp", "num_speculative_tokens": 2}'""") from err
+            raise ServetuneError(
+                f"flag value is not valid JSON: {value!r}",
+                """quote it for the shell, e.g. '{"method": "mtp", "num_speculative_tokens": 2}'""",
+            ) from err
     return value

@@ -131,8 +131,9 @@ def layout(
     mamba_unpadded = 0
     forced = False
     if spec.is_hybrid:
-        mamba_unpadded = gdn_state_bytes(spec, tp=tp, num_spec_tokens=num_spec_tokens,
-                                         conv_dtype=mamba_cache_dtype, ssm_dtype=mamba_ssm_cache_dtype)
+        mamba_unpadded = gdn_state_bytes(
+            spec, tp=tp, num_spec_tokens=num_spec_tokens, conv_dtype=mamba_cache_dtype, ssm_dtype=mamba_ssm_cache_dtype
+        )
         align = max(16, block)
         aligned = align * cdiv(mamba_unpadded, align * attn_1)
         if block < aligned:
@@ -189,7 +190,7 @@ def _stage_layer_counts(spec: ModelSpec, pp: int, extra_full: int) -> list[dict[
     start = 0
     for n in pp_partition(spec.num_layers, pp):
         counts: dict[GroupKind, int] = {}
-        for kind in spec.layer_types[start:start + n]:
+        for kind in spec.layer_types[start : start + n]:
             key: GroupKind = "mamba" if kind == "linear_attention" else kind
             counts[key] = counts.get(key, 0) + 1
         stages.append(counts)

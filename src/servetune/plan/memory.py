@@ -96,7 +96,7 @@ def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int
     sizes = pp_partition(spec.num_layers, pp)
     for i, n in enumerate(sizes):
         b = 0.0
-        for layer in p.layers[start:start + n]:
+        for layer in p.layers[start : start + n]:
             b += layer.linear * per_linear / tp + layer.kv_linear * per_linear * kv_extra + layer.other * dense
         if i == 0:
             b += p.embed * dense / tp
@@ -152,8 +152,11 @@ def overhead(
     activation = tokens * per_token * model.activation_copies
     rows = min(max_num_seqs, max_num_batched_tokens) * (1 + spec_tokens)
     sampler = rows * spec.vocab_size * model.sampler_bytes_per_logit
-    non_torch = (model.non_torch_gib + (model.non_torch_tp_gib if tp * pp > 1 else 0)
-                 + spec_tokens * model.spec_decode_gib_per_token) * GiB
+    non_torch = (
+        model.non_torch_gib
+        + (model.non_torch_tp_gib if tp * pp > 1 else 0)
+        + spec_tokens * model.spec_decode_gib_per_token
+    ) * GiB
     layers_here = max(pp_partition(spec.num_layers, pp))
     graphs = 0.0
     if cudagraphs:

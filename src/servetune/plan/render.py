@@ -24,8 +24,8 @@ def render(plan: Plan, console: Console) -> None:
     verdict = "[bold green]FITS[/]" if plan.feasible else "[bold red]DOES NOT FIT[/]"
     console.print(
         f"{verdict}  {plan.model_name} on {plan.num_gpus}x {plan.gpu}  (vLLM {plan.vllm_version}, TP {plan.tensor_parallel_size}"
-        f", PP {plan.pipeline_parallel_size}" + (f", DP {plan.data_parallel_size} (figures per replica)"
-                                                  if plan.data_parallel_size > 1 else "")
+        f", PP {plan.pipeline_parallel_size}"
+        + (f", DP {plan.data_parallel_size} (figures per replica)" if plan.data_parallel_size > 1 else "")
         + f", max_model_len {plan.max_model_len:,})"
     )
     for reason in plan.reasons:
@@ -43,16 +43,25 @@ def render(plan: Plan, console: Console) -> None:
         ("budget", _gib(plan.requested_bytes), f"ceil(total x {plan.gpu_memory_utilization})"),
         ("weights", _gib(plan.weights_bytes_per_gpu), f"{plan.params_loaded / 1e9:.2f} B params, {plan.weight_format}"),
         ("non-torch (NCCL, cuBLAS)", _gib(ov.non_torch_bytes), "model"),
-        ("activation peak", _gib(ov.peak_activation_bytes),
-         f"max(forward of {plan.max_num_batched_tokens} tokens {ov.activation_bytes / GiB:.2f}, "
-         f"sampler x {min(plan.max_num_seqs, plan.max_num_batched_tokens)} {ov.sampler_bytes / GiB:.2f})"),
-        ("CUDA graphs", _gib(ov.cudagraph_bytes),
-         "model" if ov.cudagraph_bytes else "not reserved before the KV cache (--enforce-eager, or vLLM < 0.20)"),
+        (
+            "activation peak",
+            _gib(ov.peak_activation_bytes),
+            f"max(forward of {plan.max_num_batched_tokens} tokens {ov.activation_bytes / GiB:.2f}, "
+            f"sampler x {min(plan.max_num_seqs, plan.max_num_batched_tokens)} {ov.sampler_bytes / GiB:.2f})",
+        ),
+        (
+            "CUDA graphs",
+            _gib(ov.cudagraph_bytes),
+            "model" if ov.cudagraph_bytes else "not reserved before the KV cache (--enforce-eager, or vLLM < 0.20)",
+        ),
     ]
     if ov.mm_encoder_bytes:
         rows.append(("vision encoder profile", _gib(ov.mm_encoder_bytes), "skipped by --language-model-only"))
-    span = "" if plan.available_kv_source != "model" else (
-        f" ({_gib(plan.available_kv_low_bytes)} .. {_gib(plan.available_kv_high_bytes)})")
+    span = (
+        ""
+        if plan.available_kv_source != "model"
+        else (f" ({_gib(plan.available_kv_low_bytes)} .. {_gib(plan.available_kv_high_bytes)})")
+    )
     rows.append(("available KV cache", _gib(plan.available_kv_bytes), f"{plan.available_kv_source}{span}"))
     for row in rows:
         ledger.add_row(*row)
@@ -66,17 +75,28 @@ def render(plan: Plan, console: Console) -> None:
     for g in lay.groups:
         kinds[g.kind] = kinds.get(g.kind, 0) + 1
     cap_rows = [
-        ("KV dtype / prefix caching / spec tokens",
-         f"{plan.kv_cache_dtype} / {'on' if plan.prefix_caching else 'off'} / {plan.num_speculative_tokens}"),
-        ("block size (tokens)", f"{lay.block_size}" + (" (raised to fit the GDN state)" if lay.block_size_forced else "")),
+        (
+            "KV dtype / prefix caching / spec tokens",
+            f"{plan.kv_cache_dtype} / {'on' if plan.prefix_caching else 'off'} / {plan.num_speculative_tokens}",
+        ),
+        (
+            "block size (tokens)",
+            f"{lay.block_size}" + (" (raised to fit the GDN state)" if lay.block_size_forced else ""),
+        ),
         ("page per layer", f"{lay.page_size_bytes:,} B"),
         ("groups x layers per group", f"{', '.join(f'{n} {k}' for k, n in kinds.items())} x {lay.group_size}"),
         ("bytes per block", f"{lay.bytes_per_block:,} B"),
         ("num blocks", f"{plan.num_blocks:,}"),
         ("blocks per max-length request", f"{plan.blocks_per_request:,}"),
-        ("max concurrency @ max_model_len", f"{plan.max_concurrency:.2f}x"
-         + ("" if plan.available_kv_source != "model" else
-            f"  ({plan.max_concurrency_low:.2f} .. {plan.max_concurrency_high:.2f})")),
+        (
+            "max concurrency @ max_model_len",
+            f"{plan.max_concurrency:.2f}x"
+            + (
+                ""
+                if plan.available_kv_source != "model"
+                else f"  ({plan.max_concurrency_low:.2f} .. {plan.max_concurrency_high:.2f})"
+            ),
+        ),
         ("max_num_seqs / max_num_batched_tokens", f"{plan.max_num_seqs} / {plan.max_num_batched_tokens}"),
     ]
     for label, value in cap_rows:
@@ -105,7 +125,9 @@ def render(plan: Plan, console: Console) -> None:
         fixes.add_column("max concurrency", justify="right")
         fixes.add_column("KV tokens", justify="right")
         for f in plan.fixes:
-            fixes.add_row(f.change, f"{f.weights_gib_per_gpu:.2f} GiB", f"{f.max_concurrency:.2f}x", f"{f.kv_cache_tokens:,}")
+            fixes.add_row(
+                f.change, f"{f.weights_gib_per_gpu:.2f} GiB", f"{f.max_concurrency:.2f}x", f"{f.kv_cache_tokens:,}"
+            )
         console.print(fixes)
     console.print("serve:  " + plan.serve_command, markup=False, highlight=False, soft_wrap=True)
     console.print("docker: " + plan.docker_command, markup=False, highlight=False, soft_wrap=True)
@@ -124,9 +146,11 @@ def render_check(check: OverheadCheck, figures: LogFigures, plan: Plan, match: b
     table.add_column("log", justify="right")
     table.add_row("block size", str(plan.block_size), "-" if figures.block_size is None else str(figures.block_size))
     table.add_row("weights per GPU", num(check.weights_model_gib), num(check.weights_log_gib))
-    table.add_row("available KV (overhead model)",
-                  f"{num(check.available_model_gib)} ({check.available_model_low_gib:.2f} .. {check.available_model_high_gib:.2f})",
-                  num(check.available_log_gib))
+    table.add_row(
+        "available KV (overhead model)",
+        f"{num(check.available_model_gib)} ({check.available_model_low_gib:.2f} .. {check.available_model_high_gib:.2f})",
+        num(check.available_log_gib),
+    )
     table.add_row("non-KV, non-weight memory", num(check.non_kv_model_gib), num(check.non_kv_log_gib))
     table.add_row("CUDA-graph estimate", num(check.cudagraph_model_gib), num(check.cudagraph_log_gib))
     console.print(table)

@@ -49,8 +49,9 @@ class Efficiency(BaseModel):
 
 
 DEFAULT_EFFICIENCY = Efficiency()
-IDEAL = Efficiency(bandwidth=1.0, mfu_prefill=1.0, mfu_decode=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0,
-                   link_efficiency=1.0)
+IDEAL = Efficiency(
+    bandwidth=1.0, mfu_prefill=1.0, mfu_decode=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0, link_efficiency=1.0
+)
 
 
 class ModelCosts(BaseModel):
@@ -120,7 +121,9 @@ def model_costs(spec: ModelSpec, *, tp: int = 1, kv_cache_dtype: str = "auto", w
         attn_pair = 4 * n_attn * spec.attention.num_heads * spec.attention.head_dim
     state = 0.0
     if spec.is_hybrid:
-        state = spec.num_linear_layers * gdn_state_bytes(spec, tp=tp, num_spec_tokens=0, conv_dtype="auto", ssm_dtype="auto")
+        state = spec.num_linear_layers * gdn_state_bytes(
+            spec, tp=tp, num_spec_tokens=0, conv_dtype="auto", ssm_dtype="auto"
+        )
     moe_layers = sum(1 for m in spec.layer_is_moe if m)
     expert = 0.0
     if spec.moe and moe_layers:
@@ -131,11 +134,21 @@ def model_costs(spec: ModelSpec, *, tp: int = 1, kv_cache_dtype: str = "auto", w
         draft_f = 2 * (p.mtp_layer.active_linear + p.lm_head_or_embed + 2 * spec.hidden_size**2)
     compute_dtype = "fp8" if spec.quant.method == "fp8" else ("float16" if spec.dtype == "float16" else "bfloat16")
     return ModelCosts(
-        tp=tp, num_layers=spec.num_layers, hidden_size=spec.hidden_size, dense_weight_bytes=dense,
-        expert_bytes=expert, num_moe_layers=moe_layers, num_experts=spec.moe.num_experts if spec.moe else 0,
-        top_k=spec.moe.top_k if spec.moe else 0, kv_bytes_per_token=kv_tok, state_bytes_per_seq=state,
-        flops_per_token=2 * p.active_per_token, attn_flops_per_pair=attn_pair, draft_bytes=draft_b,
-        draft_flops_per_token=draft_f, compute_dtype=compute_dtype,
+        tp=tp,
+        num_layers=spec.num_layers,
+        hidden_size=spec.hidden_size,
+        dense_weight_bytes=dense,
+        expert_bytes=expert,
+        num_moe_layers=moe_layers,
+        num_experts=spec.moe.num_experts if spec.moe else 0,
+        top_k=spec.moe.top_k if spec.moe else 0,
+        kv_bytes_per_token=kv_tok,
+        state_bytes_per_seq=state,
+        flops_per_token=2 * p.active_per_token,
+        attn_flops_per_pair=attn_pair,
+        draft_bytes=draft_b,
+        draft_flops_per_token=draft_f,
+        compute_dtype=compute_dtype,
     )
 
 
@@ -169,7 +182,9 @@ def step_time(
     state = 2 * (decode_seqs + len(chunks)) * costs.state_bytes_per_seq
     draft = spec_tokens * costs.draft_bytes if decode_seqs else 0.0
     total_bytes = weights + kv_read + kv_write + state + draft
-    decode_flops = decode_tokens * costs.flops_per_token + (decode_context * (1 + spec_tokens)) * costs.attn_flops_per_pair
+    decode_flops = (
+        decode_tokens * costs.flops_per_token + (decode_context * (1 + spec_tokens)) * costs.attn_flops_per_pair
+    )
     decode_flops += decode_seqs * spec_tokens * costs.draft_flops_per_token
     prefill_flops = sum(n * costs.flops_per_token + (n * c + n * n / 2) * costs.attn_flops_per_pair for n, c in chunks)
     peak = gpu.peak_tflops(costs.compute_dtype) * 1e12
@@ -182,14 +197,25 @@ def step_time(
         comm = (2 * costs.num_layers + 1) * per
     overhead = e.step_overhead_s
     return StepTime(
-        seconds=max(memory, compute) + comm + overhead, memory_s=memory, compute_s=compute, comm_s=comm,
-        overhead_s=overhead, bytes=total_bytes, flops=prefill_flops + decode_flops,
+        seconds=max(memory, compute) + comm + overhead,
+        memory_s=memory,
+        compute_s=compute,
+        comm_s=comm,
+        overhead_s=overhead,
+        bytes=total_bytes,
+        flops=prefill_flops + decode_flops,
     )
 
 
 def decode_step_time(
-    costs: ModelCosts, gpu: GPUSpec, *, batch: int, context: int | list[int], spec_tokens: int = 0,
-    eff: Efficiency = DEFAULT_EFFICIENCY, ideal: bool = False,
+    costs: ModelCosts,
+    gpu: GPUSpec,
+    *,
+    batch: int,
+    context: int | list[int],
+    spec_tokens: int = 0,
+    eff: Efficiency = DEFAULT_EFFICIENCY,
+    ideal: bool = False,
 ) -> StepTime:
     """One decode step of `batch` sequences; `context` is each one's length (int = same for all) or a list."""
     total = sum(context) if isinstance(context, list) else batch * context
@@ -197,8 +223,14 @@ def decode_step_time(
 
 
 def prefill_time(
-    costs: ModelCosts, gpu: GPUSpec, *, tokens: int, cached: int = 0, chunk: int = 8192,
-    eff: Efficiency = DEFAULT_EFFICIENCY, ideal: bool = False,
+    costs: ModelCosts,
+    gpu: GPUSpec,
+    *,
+    tokens: int,
+    cached: int = 0,
+    chunk: int = 8192,
+    eff: Efficiency = DEFAULT_EFFICIENCY,
+    ideal: bool = False,
 ) -> float:
     """Seconds to prefill `tokens` new tokens after `cached` cached ones, in chunks of `chunk` (one per step)."""
     seconds, done = 0.0, 0

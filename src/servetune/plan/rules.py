@@ -52,15 +52,19 @@ def check(spec: ModelSpec, gpu: GPUSpec, num_gpus: int, inputs: PlanInputs) -> R
         r.problems.append("tensor-, pipeline- and data-parallel sizes must be at least 1")
         return r
     if tp * pp * dp > num_gpus:
-        r.problems.append(f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} x data-parallel-size {dp} needs "
-                          f"{tp * pp * dp} GPUs, but {num_gpus} given")
+        r.problems.append(
+            f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} x data-parallel-size {dp} needs "
+            f"{tp * pp * dp} GPUs, but {num_gpus} given"
+        )
     for why in divisors_ok(spec, tp):
         r.problems.append(f"{why}; valid sizes: {', '.join(map(str, valid_tp_sizes(spec)))}")
     if pp > spec.num_layers:
         r.problems.append(f"pipeline-parallel-size {pp} exceeds the {spec.num_layers} layers")
     if spec.dtype == "bfloat16" and not gpu.supports_bf16:
         if inputs.dtype in ("bfloat16", "bf16"):
-            r.problems.append(f"{gpu.name} (compute capability {gpu.compute_capability}) has no BF16; vLLM refuses --dtype bfloat16")
+            r.problems.append(
+                f"{gpu.name} (compute capability {gpu.compute_capability}) has no BF16; vLLM refuses --dtype bfloat16"
+            )
         else:
             r.notes.append(f"{gpu.name} has no BF16: vLLM falls back to float16 (pass --dtype float16 to say so)")
         r.serve_dtype = "float16"
@@ -87,16 +91,22 @@ def check(spec: ModelSpec, gpu: GPUSpec, num_gpus: int, inputs: PlanInputs) -> R
     if q.method == "fp8" and gpu.compute_capability < 8.9:
         r.notes.append(f"{gpu.name} has no FP8 tensor cores: vLLM runs FP8 weights as W8A16 (Marlin)")
     if gpu.compute_capability < 8.0:
-        r.notes.append("recent vLLM wheels (torch >= 2.11) no longer ship Volta kernels: a V100 needs an older "
-                       "vLLM or a custom build")
+        r.notes.append(
+            "recent vLLM wheels (torch >= 2.11) no longer ship Volta kernels: a V100 needs an older "
+            "vLLM or a custom build"
+        )
     util = inputs.gpu_memory_utilization
     if util is not None and not 0 < util <= 1:
-        r.problems.append(f"gpu-memory-utilization must be in (0, 1], got {util} (a fraction of the GPU's total memory)")
+        r.problems.append(
+            f"gpu-memory-utilization must be in (0, 1], got {util} (a fraction of the GPU's total memory)"
+        )
     if inputs.max_num_seqs and inputs.max_num_batched_tokens and inputs.max_num_batched_tokens < inputs.max_num_seqs:
         r.problems.append(
             f"max_num_batched_tokens ({inputs.max_num_batched_tokens}) must be greater than or equal to "
             f"max_num_seqs ({inputs.max_num_seqs})"
         )
     if inputs.speculative_method in ("mtp", "qwen3_next_mtp", "qwen3_5_mtp", "deepseek_mtp") and not spec.mtp_layers:
-        r.problems.append(f"speculative method {inputs.speculative_method!r} needs MTP layers, and {spec.name} has none")
+        r.problems.append(
+            f"speculative method {inputs.speculative_method!r} needs MTP layers, and {spec.name} has none"
+        )
     return r

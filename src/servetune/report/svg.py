@@ -96,7 +96,7 @@ def _axes(frame: _Frame, xt: list[float], yt: list[float], x_label: str, y_label
     return out
 
 
-def _scale(d0: float, d1: float, r0: float, r1: float):  # noqa: ANN202 - a tiny closure
+def _scale(d0: float, d1: float, r0: float, r1: float):
     span = (d1 - d0) or 1.0
     return lambda v: r0 + (v - d0) / span * (r1 - r0)
 

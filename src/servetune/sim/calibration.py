@@ -112,8 +112,9 @@ def _loss(errors: dict[str, float]) -> float:
     return sum(math.log1p(e) ** 2 if e > -1 else 100.0 for e in errors.values())
 
 
-def nelder_mead(f: Callable[[np.ndarray], float], x0: np.ndarray, step: float = 0.3, iters: int = 200,
-                tol: float = 1e-5) -> np.ndarray:
+def nelder_mead(
+    f: Callable[[np.ndarray], float], x0: np.ndarray, step: float = 0.3, iters: int = 200, tol: float = 1e-5
+) -> np.ndarray:
     """Minimises f from x0 (standard reflection/expansion/contraction/shrink coefficients)."""
     n = len(x0)
     simplex = [x0] + [x0 + step * np.eye(n)[i] for i in range(n)]
@@ -147,7 +148,9 @@ def nelder_mead(f: Callable[[np.ndarray], float], x0: np.ndarray, step: float = 
 
 
 def fit_coefficients(
-    runs: Sequence[MeasuredRun], start: StepCoefficients | None = None, iters: int = 300,
+    runs: Sequence[MeasuredRun],
+    start: StepCoefficients | None = None,
+    iters: int = 300,
 ) -> tuple[StepCoefficients, dict[str, dict[str, float]]]:
     """Coefficients that make the simulator reproduce `runs`; and each run's relative errors after the fit.
 

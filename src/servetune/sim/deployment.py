@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from servetune.engines.config import EngineConfig, FlagValue
 from servetune.errors import ServetuneError
-from servetune.sim.profile import CalibrationProfile
 from servetune.sim.flags import SimServeArgs
+from servetune.sim.profile import CalibrationProfile
 from servetune.sim.scheduler import SchedulerLimits
 from servetune.sim.steptime import StepCoefficients, StepTimeModel
 
@@ -48,8 +48,9 @@ class SimDeployment:
                 "is >= mamba page size."
             )
             if lim.enable_prefix_caching:
-                lines.append("Mamba cache mode is set to 'align' for hybrid models by default when prefix caching "
-                             "is enabled")
+                lines.append(
+                    "Mamba cache mode is set to 'align' for hybrid models by default when prefix caching is enabled"
+                )
         if lim.async_scheduling:
             lines.append("Asynchronous scheduling is enabled.")
         if lim.chunked_prefill:
@@ -86,8 +87,10 @@ def engine_flags(a: SimServeArgs) -> dict[str, FlagValue]:
         **a.planner_flags,
     }
     if a.num_speculative_tokens:
-        flags["speculative-config"] = {"method": a.speculative_method or "mtp",
-                                       "num_speculative_tokens": a.num_speculative_tokens}
+        flags["speculative-config"] = {
+            "method": a.speculative_method or "mtp",
+            "num_speculative_tokens": a.num_speculative_tokens,
+        }
     return {k: v for k, v in flags.items() if v is not None}
 
 
@@ -100,8 +103,12 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
 
     gpu = get_gpu(args.gpu)
     tp = args.tensor_parallel_size
-    spec = load_model_spec(args.model, language_model_only=args.language_model_only or None,
-                           quantization=args.quantization, dtype=args.dtype)
+    spec = load_model_spec(
+        args.model,
+        language_model_only=args.language_model_only or None,
+        quantization=args.quantization,
+        dtype=args.dtype,
+    )
     cfg = EngineConfig(engine="vllm", model=args.model, flags=engine_flags(args), version=args.vllm_version)
     plan = plan_for(cfg, gpu, tp, spec=spec, with_fixes=False)
     if not plan.feasible:
@@ -117,7 +124,9 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
         if profile.gpu != gpu.name:
             notes.append(f"sim-serve: calibration profile is for {profile.gpu}, serving as {gpu.name}")
     coef = coef or StepCoefficients()
-    with_mtp = (args.speculative_method or "mtp") in MTP_METHODS and spec.mtp_layers > 0 and args.num_speculative_tokens > 0
+    with_mtp = (
+        (args.speculative_method or "mtp") in MTP_METHODS and spec.mtp_layers > 0 and args.num_speculative_tokens > 0
+    )
     costs = model_costs(spec, tp=tp, kv_cache_dtype=args.kv_cache_dtype, with_mtp=with_mtp)
     lay = plan.layout
     limits = SchedulerLimits(

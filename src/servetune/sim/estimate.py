@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
-from servetune.sim.profile import CalibrationProfile
 from servetune.sim.deployment import SimDeployment, build_deployment
 from servetune.sim.flags import parse_sim_args
+from servetune.sim.profile import CalibrationProfile
 from servetune.sim.virtual import RequestSpec, VirtualRun, run_virtual
 
 if TYPE_CHECKING:
@@ -119,28 +119,43 @@ def summarize(run: VirtualRun, dep: SimDeployment, wall_s: float, cpu_s: float =
     prompt = sum(t.num_prompt_tokens for t in lines)
     dur = run.duration or float("nan")
     return EstimateResult(
-        ttft_ms=Dist.of(ttft), tpot_ms=Dist.of(tpot), itl_ms=Dist.of(itl), e2el_ms=Dist.of([t.e2e for t in lines]),
-        output_throughput=out / dur, request_throughput=len(lines) / dur, total_token_throughput=(out + prompt) / dur,
-        duration_s=run.duration, completed=len(lines), num_preemptions=run.num_preemptions,
+        ttft_ms=Dist.of(ttft),
+        tpot_ms=Dist.of(tpot),
+        itl_ms=Dist.of(itl),
+        e2el_ms=Dist.of([t.e2e for t in lines]),
+        output_throughput=out / dur,
+        request_throughput=len(lines) / dur,
+        total_token_throughput=(out + prompt) / dur,
+        duration_s=run.duration,
+        completed=len(lines),
+        num_preemptions=run.num_preemptions,
         prefix_cache_hit_rate=run.prefix_hits / run.prefix_queries if run.prefix_queries else 0.0,
-        max_running=run.max_running, kv_cache_tokens=dep.kv_cache_tokens, max_concurrency=dep.max_concurrency,
-        sim_steps=run.num_steps, wall_s=wall_s, cpu_s=cpu_s,
+        max_running=run.max_running,
+        kv_cache_tokens=dep.kv_cache_tokens,
+        max_concurrency=dep.max_concurrency,
+        sim_steps=run.num_steps,
+        wall_s=wall_s,
+        cpu_s=cpu_s,
     )
 
 
 def estimate(dep: SimDeployment, workload: SimWorkload) -> EstimateResult:
     """Runs `workload` through the simulated deployment on a virtual clock."""
     if (workload.concurrency is None) == (workload.request_rate is None):
-        raise ServetuneError("a workload needs exactly one of concurrency or request_rate",
-                             "give --concurrency N (closed loop) or --request-rate R (Poisson)")
+        raise ServetuneError(
+            "a workload needs exactly one of concurrency or request_rate",
+            "give --concurrency N (closed loop) or --request-rate R (Poisson)",
+        )
     t0, c0 = time.perf_counter(), time.process_time()
-    run = run_virtual(workload.specs(), dep.limits, dep.timing, concurrency=workload.concurrency,
-                      send_times=workload.send_times())
+    run = run_virtual(
+        workload.specs(), dep.limits, dep.timing, concurrency=workload.concurrency, send_times=workload.send_times()
+    )
     return summarize(run, dep, time.perf_counter() - t0, time.process_time() - c0)
 
 
-def workload_from_load(workload: Workload, shape: LoadShape, num_requests: int = 1000) -> tuple[
-        list[RequestSpec], int | None, list[float] | None]:
+def workload_from_load(
+    workload: Workload, shape: LoadShape, num_requests: int = 1000
+) -> tuple[list[RequestSpec], int | None, list[float] | None]:
     """A load-room workload and shape as simulator requests: (specs, concurrency, send times).
 
     Lengths are drawn from the workload's own distributions (class by weight, seeded); a shared prefix
@@ -172,7 +187,11 @@ def workload_from_load(workload: Workload, shape: LoadShape, num_requests: int =
 
 
 def estimate_load(
-    cfg: EngineConfig, workload: Workload, shape: LoadShape, *, gpu: str | None = None,
+    cfg: EngineConfig,
+    workload: Workload,
+    shape: LoadShape,
+    *,
+    gpu: str | None = None,
     calibration: CalibrationProfile | None = None,
 ) -> EstimateResult:
     """Like `estimate_config`, for a load-room `Workload` and `LoadShape` (what the suite's probes use)."""
@@ -203,7 +222,10 @@ def config_argv(cfg: EngineConfig) -> list[str]:
 
 
 def estimate_config(
-    cfg: EngineConfig, workload: SimWorkload, *, gpu: str | None = None,
+    cfg: EngineConfig,
+    workload: SimWorkload,
+    *,
+    gpu: str | None = None,
     calibration: CalibrationProfile | None = None,
 ) -> EstimateResult:
     """The tuner's entry point: predicted figures of `workload` on the server `cfg` would launch.

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from servetune.errors import ServetuneError
 from servetune.sim.calibration import MeasuredRun, fit_coefficients
-from servetune.sim.profile import CalibrationProfile
 from servetune.sim.deployment import SimDeployment, build_deployment
 from servetune.sim.flags import parse_sim_args
+from servetune.sim.profile import CalibrationProfile
 from servetune.sim.results import measured_run, point_files, read_flags
 
 
@@ -25,8 +25,9 @@ def deployment_for(model: str | Path, gpu: str, vllm_version: str | None, flags:
     return build_deployment(parse_sim_args(argv))
 
 
-def runs_from_dir(directory: Path, model: str | Path, gpu: str, vllm_version: str | None,
-                  points: list[str] | None = None) -> list[MeasuredRun]:
+def runs_from_dir(
+    directory: Path, model: str | Path, gpu: str, vllm_version: str | None, points: list[str] | None = None
+) -> list[MeasuredRun]:
     """The measured runs of one result directory (optionally only the named points)."""
     if not directory.is_dir():
         raise ServetuneError(f"{directory} is not a result directory", "give directories holding <point>.jsonl files")
@@ -35,8 +36,15 @@ def runs_from_dir(directory: Path, model: str | Path, gpu: str, vllm_version: st
     return [measured_run(f, dep, name=f"{directory.name}/{f.stem}") for f in files]
 
 
-def calibrate_dirs(dirs: list[Path], *, model: str | Path, gpu: str, vllm_version: str | None,
-                   points: list[str] | None = None, iters: int = 150) -> CalibrationProfile:
+def calibrate_dirs(
+    dirs: list[Path],
+    *,
+    model: str | Path,
+    gpu: str,
+    vllm_version: str | None,
+    points: list[str] | None = None,
+    iters: int = 150,
+) -> CalibrationProfile:
     """Fits the step-time coefficients on the runs in `dirs` and returns the profile."""
     runs = [run for d in dirs for run in runs_from_dir(d, model, gpu, vllm_version, points)]
     if not runs:
@@ -44,7 +52,11 @@ def calibrate_dirs(dirs: list[Path], *, model: str | Path, gpu: str, vllm_versio
     coef, errors = fit_coefficients(runs, iters=iters)
     first = runs[0].deployment
     return CalibrationProfile(
-        gpu=first.timing.gpu.name, model=str(model), engine_version=first.vllm_version,
-        tensor_parallel_size=first.args.tensor_parallel_size, coefficients=coef,
-        fitted_on=[r.name for r in runs], fit_errors=errors,
+        gpu=first.timing.gpu.name,
+        model=str(model),
+        engine_version=first.vllm_version,
+        tensor_parallel_size=first.args.tensor_parallel_size,
+        coefficients=coef,
+        fitted_on=[r.name for r in runs],
+        fit_errors=errors,
     )

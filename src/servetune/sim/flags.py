@@ -54,12 +54,18 @@ class SimServeArgs(BaseModel):
     ignored: list[str] = Field(default_factory=list)
 
 
-_LEDGER_FLAGS = {"kv-cache-memory-bytes": int, "num-gpu-blocks-override": int, "mamba-cache-dtype": str,
-                 "mamba-ssm-cache-dtype": str, "max-cudagraph-capture-size": int}
+_LEDGER_FLAGS = {
+    "kv-cache-memory-bytes": int,
+    "num-gpu-blocks-override": int,
+    "mamba-cache-dtype": str,
+    "mamba-ssm-cache-dtype": str,
+    "max-cudagraph-capture-size": int,
+}
 """vLLM flags the simulator does not use itself but the planner's ledger does."""
 
 SIM_ONLY_FLAGS = ("gpu", "time-scale", "calibration", "acceptance-rate", "vllm-version", "seed")
 """Flags only `sim-serve` takes (EngineConfig names): strip them when turning a sim variant into `vllm serve`."""
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="servetune sim-serve", add_help=True, allow_abbrev=False)

@@ -12,14 +12,95 @@ from dataclasses import dataclass, field
 from servetune.sim.scheduler import Scheduler
 
 # vLLM's bucket edges (v1/metrics/loggers.py).
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-                20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
-ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-               40.0, 80.0)
-LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-                   240.0, 480.0, 960.0, 1920.0, 7680.0)
-TOKEN_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000,
-                 500000, 1000000)
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+LATENCY_BUCKETS = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
+TOKEN_BUCKETS = (
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
+    1000,
+    2000,
+    5000,
+    10000,
+    20000,
+    50000,
+    100000,
+    200000,
+    500000,
+    1000000,
+)
 
 
 @dataclass
@@ -82,38 +163,69 @@ def render(stats: ServerStats, scheduler: Scheduler, model_name: str) -> str:
         samples.append(("_sum", "", h.total))
         metric(name, "histogram", help_, samples)
 
-    metric("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
-           [("", "", len(scheduler.running))])
-    metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
-           [("", "", len(scheduler.waiting))])
-    metric("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
-           [("", "", scheduler.pool.usage)])
+    metric(
+        "vllm:num_requests_running",
+        "gauge",
+        "Number of requests in model execution batches.",
+        [("", "", len(scheduler.running))],
+    )
+    metric(
+        "vllm:num_requests_waiting",
+        "gauge",
+        "Number of requests waiting to be processed.",
+        [("", "", len(scheduler.waiting))],
+    )
+    metric(
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "KV-cache usage. 1 means 100 percent usage.",
+        [("", "", scheduler.pool.usage)],
+    )
     counters = (
         ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", c.preemptions),
         ("vllm:prompt_tokens", "Number of prefill tokens processed.", c.prompt_tokens),
         ("vllm:generation_tokens", "Number of generation tokens processed.", c.generation_tokens),
-        ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
-         c.prefix_queries),
+        ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", c.prefix_queries),
         ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", c.prefix_hits),
     )
     for name, help_, value in counters:
         metric(name, "counter", help_, [("_total", "", value)])
-    metric("vllm:request_success", "counter", "Count of successfully processed requests.",
-           [("_total", f'finished_reason="{r}"', n) for r, n in sorted(stats.success.items())]
-           or [("_total", 'finished_reason="length"', 0)])
+    metric(
+        "vllm:request_success",
+        "counter",
+        "Count of successfully processed requests.",
+        [("_total", f'finished_reason="{r}"', n) for r, n in sorted(stats.success.items())]
+        or [("_total", 'finished_reason="length"', 0)],
+    )
     if scheduler.limits.num_speculative_tokens:
-        metric("vllm:spec_decode_num_drafts", "counter", "Number of spec decoding drafts.",
-               [("_total", "", c.spec_drafts)])
-        metric("vllm:spec_decode_num_draft_tokens", "counter", "Number of draft tokens.",
-               [("_total", "", c.spec_draft_tokens)])
-        metric("vllm:spec_decode_num_accepted_tokens", "counter", "Number of accepted tokens.",
-               [("_total", "", c.spec_accepted_tokens)])
-        metric("vllm:spec_decode_num_accepted_tokens_per_pos", "counter", "Accepted tokens per draft position.",
-               [("_total", f'position="{i}"', n) for i, n in enumerate(c.spec_accepted_per_pos)])
+        metric(
+            "vllm:spec_decode_num_drafts", "counter", "Number of spec decoding drafts.", [("_total", "", c.spec_drafts)]
+        )
+        metric(
+            "vllm:spec_decode_num_draft_tokens",
+            "counter",
+            "Number of draft tokens.",
+            [("_total", "", c.spec_draft_tokens)],
+        )
+        metric(
+            "vllm:spec_decode_num_accepted_tokens",
+            "counter",
+            "Number of accepted tokens.",
+            [("_total", "", c.spec_accepted_tokens)],
+        )
+        metric(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "counter",
+            "Accepted tokens per draft position.",
+            [("_total", f'position="{i}"', n) for i, n in enumerate(c.spec_accepted_per_pos)],
+        )
     hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", stats.ttft)
     hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", stats.itl)
-    hist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.",
-         stats.tpot)
+    hist(
+        "vllm:request_time_per_output_token_seconds",
+        "Histogram of time_per_output_token_seconds per request.",
+        stats.tpot,
+    )
     hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", stats.e2e)
     hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", stats.queue)
     hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", stats.prompt_len)

@@ -26,7 +26,9 @@ def read_records(path: Path) -> list[dict]:
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError as err:
-            raise ServetuneError(f"{path}:{n} is not JSON ({err})", "give servetune's per-request JSONL files") from None
+            raise ServetuneError(
+                f"{path}:{n} is not JSON ({err})", "give servetune's per-request JSONL files"
+            ) from None
     return out
 
 
@@ -49,14 +51,21 @@ def measured_requests(records: list[dict], one_chunk_per_token: bool = True) -> 
         end = r.get("end_ns") or r.get("done_ns")
         prompt = r.get("prompt_tokens") or r.get("prompt_tokens_expected")
         if not end or not prompt:
-            raise ServetuneError("a result record lacks its end time or prompt length",
-                                 "give servetune's per-request records (sent_ns, chunk_ns, done_ns, prompt_tokens)")
+            raise ServetuneError(
+                "a result record lacks its end time or prompt length",
+                "give servetune's per-request records (sent_ns, chunk_ns, done_ns, prompt_tokens)",
+            )
         chunks = r.get("chunk_ns") or []
         complete = bool(chunks) and (len(chunks) >= r["output_tokens"] or not one_chunk_per_token)
-        out.append(MeasuredRequest(
-            prompt_tokens=int(prompt), output_tokens=int(r["output_tokens"]), sent=r["sent_ns"] / 1e9,
-            first_token=chunks[0] / 1e9 if complete else None, end=end / 1e9,
-        ))
+        out.append(
+            MeasuredRequest(
+                prompt_tokens=int(prompt),
+                output_tokens=int(r["output_tokens"]),
+                sent=r["sent_ns"] / 1e9,
+                first_token=chunks[0] / 1e9 if complete else None,
+                end=end / 1e9,
+            )
+        )
     return sorted(out, key=lambda m: m.sent)
 
 
@@ -87,7 +96,8 @@ def measured_run(path: Path, deployment: SimDeployment, name: str | None = None)
     if concurrency is None and summary.exists():
         concurrency = json.loads(summary.read_text()).get("concurrency")
     if concurrency is None:
-        raise ServetuneError(f"{path}: no concurrency in the records or {summary.name}",
-                             "record the closed-loop concurrency of the run")
+        raise ServetuneError(
+            f"{path}: no concurrency in the records or {summary.name}", "record the closed-loop concurrency of the run"
+        )
     concurrency = int(concurrency)
     return MeasuredRun(name or path.stem, concurrency, tuple(requests), deployment)

@@ -325,7 +325,12 @@ class Scheduler:
         `estimate` stays far faster than real time at low concurrency; the server never uses it.
         """
         lim = self.limits
-        if self.waiting or not self.running or lim.num_speculative_tokens or len(self.running) > lim.max_num_batched_tokens:
+        if (
+            self.waiting
+            or not self.running
+            or lim.num_speculative_tokens
+            or len(self.running) > lim.max_num_batched_tokens
+        ):
             return 0
         bs, max_len = lim.block_size, lim.max_model_len
         steps = 1 << 30

@@ -142,9 +142,16 @@ class SimServer:
         return web.json_response({"version": self.dep.vllm_version})
 
     async def models(self, _: web.Request) -> web.Response:
-        card = {"id": self.name, "object": "model", "created": int(time.time()), "owned_by": "vllm",
-                "root": self.dep.args.model, "parent": None, "max_model_len": self.dep.limits.max_model_len,
-                "permission": []}
+        card = {
+            "id": self.name,
+            "object": "model",
+            "created": int(time.time()),
+            "owned_by": "vllm",
+            "root": self.dep.args.model,
+            "parent": None,
+            "max_model_len": self.dep.limits.max_model_len,
+            "permission": [],
+        }
         return web.json_response({"object": "list", "data": [card]})
 
     async def metrics(self, _: web.Request) -> web.Response:
@@ -226,8 +233,11 @@ class SimServer:
             self.live.pop(rid, None)
 
     def _usage(self, live: _Live, produced: int) -> dict:
-        usage = {"prompt_tokens": live.prompt_tokens, "total_tokens": live.prompt_tokens + produced,
-                 "completion_tokens": produced}
+        usage = {
+            "prompt_tokens": live.prompt_tokens,
+            "total_tokens": live.prompt_tokens + produced,
+            "completion_tokens": produced,
+        }
         if live.cached_tokens:
             usage["prompt_tokens_details"] = {"cached_tokens": live.cached_tokens}
         return usage
@@ -240,15 +250,27 @@ class SimServer:
         text = "".join(self.tokenizer.piece(i) for i in range(produced))
         created = int(time.time())
         if chat:
-            choice = {"index": 0, "message": {"role": "assistant", "content": text, "reasoning_content": None,
-                                              "tool_calls": []}, "logprobs": None, "finish_reason": reason,
-                      "stop_reason": None}
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "reasoning_content": None, "tool_calls": []},
+                "logprobs": None,
+                "finish_reason": reason,
+                "stop_reason": None,
+            }
             obj = "chat.completion"
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason, "stop_reason": None}
             obj = "text_completion"
-        return web.json_response({"id": rid, "object": obj, "created": created, "model": self.name,
-                                  "choices": [choice], "usage": self._usage(live, produced)})
+        return web.json_response(
+            {
+                "id": rid,
+                "object": obj,
+                "created": created,
+                "model": self.name,
+                "choices": [choice],
+                "usage": self._usage(live, produced),
+            }
+        )
 
     async def _stream(self, request: web.Request, body: dict, rid: str, live: _Live, chat: bool):
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -266,8 +288,10 @@ class SimServer:
             await resp.write(b"data: " + json.dumps(msg, separators=(",", ":")).encode() + b"\n\n")
 
         if chat:
-            await send([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                         "finish_reason": None}], self._usage(live, 0) if continuous else None)
+            await send(
+                [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}],
+                self._usage(live, 0) if continuous else None,
+            )
         produced, reason = 0, None
         while reason is None:
             n, reason = await live.queue.get()
@@ -291,7 +315,7 @@ def _bad(message: str) -> web.HTTPBadRequest:
     return web.HTTPBadRequest(text=json.dumps(payload), content_type="application/json")
 
 
-async def serve(deployment: SimDeployment, log) -> None:  # noqa: ANN001 - log: Callable[[str], None]
+async def serve(deployment: SimDeployment, log) -> None:
     """Binds the port, prints vLLM's ready lines, and serves until cancelled."""
     server = SimServer(deployment)
     runner = web.AppRunner(server.app(), access_log=None)

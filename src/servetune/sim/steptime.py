@@ -40,8 +40,13 @@ class StepTimeModel:
 
     def step_time(self, plan: StepPlan) -> float:
         t = step_time(
-            self.costs, self.gpu, decode_seqs=plan.num_decode, decode_context=plan.decode_context,
-            prefill=list(plan.prefill_chunks), spec_tokens=plan.num_spec_tokens, eff=self.coef.efficiency,
+            self.costs,
+            self.gpu,
+            decode_seqs=plan.num_decode,
+            decode_context=plan.decode_context,
+            prefill=list(plan.prefill_chunks),
+            spec_tokens=plan.num_spec_tokens,
+            eff=self.coef.efficiency,
         )
         return t.seconds + self.coef.per_seq_overhead_s * len(plan.scheduled)
 

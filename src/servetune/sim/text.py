@@ -24,7 +24,7 @@ class SimTokenizer:
         self.model_dir = Path(model_dir) if model_dir else None
 
     @cached_property
-    def _hf(self):  # noqa: ANN202 - tokenizers.Tokenizer, imported lazily
+    def _hf(self):
         if not self.model_dir:
             return None
         path = (self.model_dir if self.model_dir.is_dir() else self.model_dir.parent) / "tokenizer.json"

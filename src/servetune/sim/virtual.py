@@ -87,8 +87,14 @@ class VirtualRun:
     spec_accepted_tokens: int
 
 
-def _fast_forward(engine: SimEngine, timing: StepTimeModel, lines: dict[str, RequestTimeline], steps: int,
-                  clock: float, horizon: float) -> float:
+def _fast_forward(
+    engine: SimEngine,
+    timing: StepTimeModel,
+    lines: dict[str, RequestTimeline],
+    steps: int,
+    clock: float,
+    horizon: float,
+) -> float:
     """Applies up to `steps` quiet decode steps in one go, none starting at or after `horizon` (the next
     arrival, which the scheduler must see first); returns the clock after them."""
     running = engine.scheduler.running

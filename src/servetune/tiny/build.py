@@ -36,8 +36,9 @@ class TinyModel:
 def _key(spec: TinyLlamaSpec) -> str:
     import tokenizers
 
-    blob = json.dumps({"spec": asdict(spec), "builder": BUILDER_VERSION, "tokenizers": tokenizers.__version__},
-                      sort_keys=True)
+    blob = json.dumps(
+        {"spec": asdict(spec), "builder": BUILDER_VERSION, "tokenizers": tokenizers.__version__}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

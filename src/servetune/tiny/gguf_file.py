@@ -57,9 +57,7 @@ def write_gguf(path: Path, spec: TinyLlamaSpec, tensors: dict[str, np.ndarray], 
     n_vocab = tok.get_vocab_size(with_added_tokens=True)
     by_id = {i: t for t, i in vocab.items()}
     tokens = [by_id[i] for i in range(n_vocab)]
-    types = [
-        gguf.TokenType.CONTROL if t in SPECIAL_TOKENS else gguf.TokenType.NORMAL for t in tokens
-    ]
+    types = [gguf.TokenType.CONTROL if t in SPECIAL_TOKENS else gguf.TokenType.NORMAL for t in tokens]
 
     path.parent.mkdir(parents=True, exist_ok=True)
     w = gguf.GGUFWriter(str(path), "llama")

@@ -47,7 +47,11 @@ def write_hf(out: Path, spec: TinyLlamaSpec, tensors: dict[str, np.ndarray], tok
     )
     added = {
         str(tok.token_to_id(t)): {
-            "content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+            "content": t,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
             "special": True,
         }
         for t in (END_OF_TEXT, IM_START, IM_END)
@@ -70,8 +74,11 @@ def write_hf(out: Path, spec: TinyLlamaSpec, tensors: dict[str, np.ndarray], tok
     )
     _write_json(out / "special_tokens_map.json", {"eos_token": IM_END, "pad_token": END_OF_TEXT})
     tok.save(str(out / "tokenizer.json"))
-    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(out / "model.safetensors"),
-              metadata={"format": "pt"})
+    save_file(
+        {k: np.ascontiguousarray(v) for k, v in tensors.items()},
+        str(out / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
 
 
 def _write_json(path: Path, obj: dict) -> None:

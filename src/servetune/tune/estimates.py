@@ -56,8 +56,13 @@ class Prediction:
     reason: str | None = None
 
     def as_result(self, note: str) -> ProbeResult:
-        return ProbeResult(probe=ESTIMATE_PROBE, ok=self.objective is not None, figures=dict(self.figures),
-                           notes=[note], error=self.reason)
+        return ProbeResult(
+            probe=ESTIMATE_PROBE,
+            ok=self.objective is not None,
+            figures=dict(self.figures),
+            notes=[note],
+            error=self.reason,
+        )
 
 
 @dataclass(frozen=True)
@@ -146,8 +151,13 @@ def predictor(exp: Experiment) -> Predictor:
 
 
 def _default_params(probe: str) -> Any:
-    return {"short_latency": ShortLatency, "decode_speed": DecodeSpeed, "long_generation": LongGeneration,
-            "long_prefill": LongPrefill, "load_curve": LoadCurve}[probe]()
+    return {
+        "short_latency": ShortLatency,
+        "decode_speed": DecodeSpeed,
+        "long_generation": LongGeneration,
+        "long_prefill": LongPrefill,
+        "load_curve": LoadCurve,
+    }[probe]()
 
 
 def simulate_probe(dep: SimDeployment, probe: str, params: Any, slos: dict[str, float]) -> dict[str, float]:
@@ -167,8 +177,13 @@ def simulate_probe(dep: SimDeployment, probe: str, params: Any, slos: dict[str, 
         return {"ttft_s": ttft_s, "e2el_s": e2el_s, "prefill_tok_s": prompt / ttft_s}
     if probe == "short_latency":
         return {"e2el_ms": r.e2el_ms.mean, "ttft_ms": r.ttft_ms.mean}
-    return {"output_tok_s": output / e2el_s, "decode_tok_s": 1000 / r.tpot_ms.mean, "tpot_ms": r.tpot_ms.mean,
-            "ttft_ms": r.ttft_ms.mean, "e2el_ms": r.e2el_ms.mean}
+    return {
+        "output_tok_s": output / e2el_s,
+        "decode_tok_s": 1000 / r.tpot_ms.mean,
+        "tpot_ms": r.tpot_ms.mean,
+        "ttft_ms": r.ttft_ms.mean,
+        "e2el_ms": r.e2el_ms.mean,
+    }
 
 
 def _run(dep: SimDeployment, prompt: int, output: int, *, concurrency: int, requests: int) -> EstimateResult:
@@ -186,14 +201,26 @@ def _load_curve(dep: SimDeployment, p: LoadCurve, slos: dict[str, float]) -> dic
     points: list[dict[str, float]] = []
     best = 0.0
     for concurrency in p.concurrency:
-        r = _run(dep, p.input_tokens, p.output_tokens, concurrency=concurrency,
-                 requests=max(p.requests_per_point, 2 * concurrency))
-        point = {"concurrency": float(concurrency), "request_rps": r.request_throughput,
-                 "output_tok_s": r.output_throughput}
+        r = _run(
+            dep,
+            p.input_tokens,
+            p.output_tokens,
+            concurrency=concurrency,
+            requests=max(p.requests_per_point, 2 * concurrency),
+        )
+        point = {
+            "concurrency": float(concurrency),
+            "request_rps": r.request_throughput,
+            "output_tok_s": r.output_throughput,
+        }
         for name in ("ttft", "tpot", "itl", "e2el"):
             dist = getattr(r, f"{name}_ms")
-            point |= {f"{name}_p50_ms": dist.p50, f"{name}_p90_ms": dist.p90, f"{name}_p95_ms": dist.p99,
-                      f"{name}_p99_ms": dist.p99}
+            point |= {
+                f"{name}_p50_ms": dist.p50,
+                f"{name}_p90_ms": dist.p90,
+                f"{name}_p95_ms": dist.p99,
+                f"{name}_p99_ms": dist.p99,
+            }
         point["meets_slo"] = float(all(point.get(k, 0.0) <= v for k, v in slos.items() if SLO_LATENCY_KEY.match(k)))
         points.append(point)
         if p.stop_at_saturation and best > 0 and point["output_tok_s"] < best * (1 + SATURATION_GAIN):

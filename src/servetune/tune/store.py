@@ -114,8 +114,15 @@ class Store:
         self._db.execute(
             "INSERT OR REPLACE INTO runs (variant_key, probe, repeat, result, wall_s, finished, time_scale)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run.variant_key, run.probe, run.repeat, run.result.model_dump_json(), run.wall_s, time.time(),
-             run.time_scale),
+            (
+                run.variant_key,
+                run.probe,
+                run.repeat,
+                run.result.model_dump_json(),
+                run.wall_s,
+                time.time(),
+                run.time_scale,
+            ),
         )
 
     def finished_runs(self, key: str) -> set[tuple[str, int]]:
