@@ -80,7 +80,7 @@ def sample(argv: list[str]) -> tuple[float, float]:
 def _planning_ms() -> float:
     """Median wall time of one plan_for call after warm-up, in this process."""
     from servetune.engines.config import EngineConfig
-    from servetune.hardware.catalog import parse_gpu_arg
+    from servetune.hardware.gpus import parse_gpu_arg
     from servetune.plan.api import plan_for
 
     gpu, n = parse_gpu_arg("A100-80G-SXMx2")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from servetune.errors import ServetuneError
-from servetune.hardware.catalog import CATALOG, get_gpu, parse_gpu_arg
+from servetune.hardware.catalog import CATALOG, get_gpu
+from servetune.hardware.gpus import parse_gpu_arg
 from servetune.hardware.nvml import match_catalog
 
 
@@ -49,8 +50,22 @@ def test_catalog_covers_the_issue_list_with_sane_numbers() -> None:
     for g in CATALOG:
         assert 0.9 < g.memory_bytes / (g.nominal_memory_gb * 1024**3) < 1.0  # CUDA total sits below the label
         assert g.bandwidth_bytes_s > 1e11 and g.fp16_tflops > 10
-    assert not get_gpu("V100").supports_bf16 and get_gpu("A100").supports_bf16
-    assert get_gpu("H100").fp8_tflops == 1979 and get_gpu("A100").fp8_tflops is None
+    assert not get_gpu("V100-32G").supports_bf16 and get_gpu("A100-80G-SXM").supports_bf16
+    assert get_gpu("H100-SXM").fp8_tflops == 1979 and get_gpu("A100-80G-SXM").fp8_tflops is None
+
+
+@pytest.mark.parametrize("text", ["A100x2", "a100", "2xV100", "H100", "A100-SXM"])
+def test_family_names_of_different_memory_are_an_error_not_a_guess(text: str) -> None:
+    # 0.1 read `--gpu A100x2` as two 80 GB SXM A100s without a word.
+    with pytest.raises(ServetuneError, match="ambiguous") as err:
+        parse_gpu_arg(text)
+    assert err.value.fix and "x2" in err.value.fix
+
+
+@pytest.mark.parametrize("text", ["H200x0", "H200x99999", " ", "x2"])
+def test_bad_counts_and_empty_names_are_clear_errors(text: str) -> None:
+    with pytest.raises(ServetuneError):
+        parse_gpu_arg(text)
 
 
 def test_custom_gpu_and_errors() -> None:

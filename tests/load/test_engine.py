@@ -5,7 +5,8 @@ from __future__ import annotations
 from servetune.load.runner import run_load
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
-from servetune.metrics.prometheus import ascrape
+from servetune.control.client import ControlClient
+from servetune.metrics.prometheus import scrape
 
 
 async def test_completions_and_chat_against_llama_server(llama_server, tiny_model) -> None:
@@ -32,7 +33,7 @@ async def test_completions_and_chat_against_llama_server(llama_server, tiny_mode
         url, model, workload, LoadShape.closed(1, requests=2), endpoint="chat", extra_body={"temperature": 0}
     )
     assert chat.summary.completed == 2 and chat.summary.ttfc_ms.count == 2
-    snapshot = await ascrape(url)  # llama-server runs with --metrics in the shared fixture
+    snapshot = await scrape(ControlClient(url))  # llama-server runs with --metrics in the shared fixture
     assert snapshot.samples
 
 
@@ -54,5 +55,5 @@ async def test_completions_and_chat_against_vllm(vllm_server, tiny_model) -> Non
         assert s.output_tokens == 48 and s.validity.short_requests == 0, s.validity.warnings
         assert all(r.output_tokens_source == "usage" and r.finish_reason == "length" for r in result.records)
         assert all(len(r.chunk_ns) >= 1 and r.prompt_tokens for r in result.records)
-    before = await ascrape(url)
+    before = await scrape(ControlClient(url))
     assert before.get("generation_tokens") is not None and before.get("kv_cache_usage") is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from servetune.errors import ServetuneError
-from servetune.load.record import ErrorClass
+from servetune.metrics.record import ErrorClass
 from servetune.load.runner import run_load
 from servetune.load.shape import LoadShape, Timeouts
 from servetune.load.workload import Workload

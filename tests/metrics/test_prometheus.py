@@ -8,7 +8,8 @@ from servetune.errors import ServetuneError
 from servetune.load.runner import run_load
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
-from servetune.metrics.prometheus import ascrape, delta, parse
+from servetune.control.client import ControlClient
+from servetune.metrics.prometheus import delta, parse, scrape
 from servetune.mock.config import MockConfig
 from servetune.mock.server import running
 
@@ -69,17 +70,15 @@ def test_bad_text_is_a_user_error() -> None:
 async def test_scrape_mock_server_prefix_hits() -> None:
     workload = Workload.shared_prefix(prefix_tokens=256, suffix_tokens=32, output_tokens=4)
     async with running(MockConfig(ttft_ms=1, itl_ms=1)) as url:
-        before = await ascrape(url)
+        before = await scrape(ControlClient(url))
         await run_load(url, "mock", workload, LoadShape.closed(1, requests=4))
-        after = await ascrape(url)
+        after = await scrape(ControlClient(url))
     d = delta(before, after)
     assert d.generation_tokens == 16 and d.prompt_tokens == 4 * 288
     assert d.prefix_cache_hits == 3 * 256  # the prefix hits from the second request on
 
 
-def test_sync_scrape_fails_with_a_fix() -> None:
-    from servetune.metrics.prometheus import scrape
-
+async def test_scrape_of_nothing_fails_with_a_fix() -> None:
     with pytest.raises(ServetuneError) as err:
-        scrape("http://127.0.0.1:1")
+        await scrape(ControlClient("http://127.0.0.1:1"))
     assert err.value.fix

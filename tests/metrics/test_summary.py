@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from servetune.load.record import ErrorClass, RequestRecord
+from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.metrics.slo import Slos
 from servetune.metrics.summary import Stat, summarize
 

@@ -9,7 +9,7 @@ import pytest
 
 from servetune.errors import ServetuneError
 from servetune.model.bundled import bundled_model
-from servetune.model.spec import load_model_spec
+from servetune.model.hf_config import load_model_spec
 
 
 def _write(tmp_path: Path, cfg: dict) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from servetune.model.spec import load_model_spec
+from servetune.model.hf_config import load_model_spec
 
 
 @pytest.mark.parametrize(

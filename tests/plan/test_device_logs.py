@@ -66,7 +66,7 @@ def _summary(name: str) -> dict:
 def test_roofline_defaults_against_the_h200_runs() -> None:
     """Setting A (vLLM defaults). The decode figures were not fitted (bandwidth 0.72, 0.5 ms per step are the
     BLIS priors); the prefill MFU (0.6) was set from these two prefill points."""
-    from servetune.model.spec import load_model_spec
+    from servetune.model.hf_config import load_model_spec
     from servetune.plan.roofline import decode_step_time, model_costs, prefill_time
 
     costs = model_costs(load_model_spec("qwen3.6-27b", language_model_only=True), tp=1)

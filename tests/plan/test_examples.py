@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from servetune.engines.config import EngineConfig
-from servetune.hardware.catalog import parse_gpu_arg
+from servetune.hardware.gpus import parse_gpu_arg
 from servetune.plan.api import plan_for
 from servetune.plan.inputs import parse_vllm_argv
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from servetune.engines.config import EngineConfig
-from servetune.hardware.catalog import get_gpu, parse_gpu_arg
+from servetune.hardware.catalog import get_gpu
+from servetune.hardware.gpus import parse_gpu_arg
 from servetune.model.bundled import bundled_model
 from servetune.plan.api import Plan, plan_for
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from servetune.hardware.catalog import get_gpu
-from servetune.model.spec import load_model_spec
+from servetune.model.hf_config import load_model_spec
 from servetune.plan.roofline import (
     Efficiency,
     accepted_tokens,

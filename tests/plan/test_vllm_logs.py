@@ -109,7 +109,7 @@ def test_club3090_612_qwen36_35b_a3b_v0240() -> None:
     Logged: `Available KV cache memory: 5.98 GiB`, `GPU KV cache size: 567,978 tokens`,
     `Maximum concurrency for 131,072 tokens per request: 4.33x` (the 0.20+ token count: int(concurrency x len)).
     """
-    from servetune.hardware.catalog import parse_gpu_arg
+    from servetune.hardware.gpus import parse_gpu_arg
 
     gpu, _ = parse_gpu_arg("custom:mem=31.4,bw=1792,tflops=209,cc=12.0")
     flags = {

@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
         carried into the emitted command line.
         """
         from servetune.engines.config import EngineConfig
-        from servetune.hardware.catalog import parse_gpu_arg
+        from servetune.hardware.gpus import parse_gpu_arg
         from servetune.plan.api import plan_for
         from servetune.plan.inputs import parse_vllm_argv
 

@@ -18,7 +18,52 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from servetune.engines.readiness import entry_max_model_len, model_entries
 
-_WORDS = ["the", "cache", "holds", "keys", "and", "values", "for", "every", "token", "of", "every", "running", "request", "while", "the", "scheduler", "decides", "how", "many", "prompt", "tokens", "fit", "into", "each", "step", "of", "the", "engine", "and", "a", "long", "document", "arrives", "with", "tables", "numbers", "names", "places", "dates", "questions", "answers", "notes", "and", "footnotes"]
+_WORDS = [
+    "the",
+    "cache",
+    "holds",
+    "keys",
+    "and",
+    "values",
+    "for",
+    "every",
+    "token",
+    "of",
+    "every",
+    "running",
+    "request",
+    "while",
+    "the",
+    "scheduler",
+    "decides",
+    "how",
+    "many",
+    "prompt",
+    "tokens",
+    "fit",
+    "into",
+    "each",
+    "step",
+    "of",
+    "the",
+    "engine",
+    "and",
+    "a",
+    "long",
+    "document",
+    "arrives",
+    "with",
+    "tables",
+    "numbers",
+    "names",
+    "places",
+    "dates",
+    "questions",
+    "answers",
+    "notes",
+    "and",
+    "footnotes",
+]
 LONG_CONTEXT_MAX_TOKENS = 8
 """Output tokens asked of the long-context request: enough to prove decoding after a long prefill."""
 

@@ -7,6 +7,7 @@ Lifecycle: free port → own process group with a per-launch log → poll proces
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import time
 from collections.abc import Callable
@@ -14,12 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from servetune.control.client import ControlClient, ControlTimeouts, normalize_base_url, run_sync
 from servetune.engines.adapter import EngineAdapter
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import EngineLaunchError, FailureClass, FailureInfo, classify_log, tail_excerpt
 from servetune.engines.readiness import probe
 from servetune.engines.registry import adapter_for
+from servetune.errors import ServetuneError
 from servetune.process.group import ProcessGroup, TeardownReport
 from servetune.process.logfollow import LogFollower, read_text
 from servetune.process.ports import free_port
@@ -27,6 +30,8 @@ from servetune.process.ports import free_port
 POLL_S = 0.02
 """Readiness poll period: the mean delay from "ready" to "known" is about half of it plus one probe."""
 DEFAULT_GRACE_S = 10.0
+PROBE_TIMEOUTS = ControlTimeouts(connect_s=2.0, total_s=2.0)
+"""Each readiness probe: a starting engine that takes longer than this to answer is not ready yet."""
 
 
 class RunningEngine:
@@ -64,7 +69,7 @@ class RunningEngine:
     def alive(self) -> bool:
         """True while the engine process runs (for an attached server: while /health answers 200)."""
         if self.group is None:
-            return probe(self.base_url, timeout_s=2.0).health_status == 200
+            return run_sync(probe(ControlClient(self.base_url, timeouts=PROBE_TIMEOUTS))).health_status == 200
         return self.group.alive()
 
     def classify_death(self) -> FailureInfo | None:
@@ -160,7 +165,7 @@ def _launch_once(
         ) from err
     base_url = f"http://{host}:{port}"
     try:
-        max_len = _wait_ready(cfg, adapter, group, base_url, startup_timeout_s, on_progress)
+        max_len = asyncio.run(_wait_ready(cfg, adapter, group, base_url, startup_timeout_s, on_progress))
     except EngineLaunchError as err:
         err.teardown = group.stop(grace_s=DEFAULT_GRACE_S)
         raise
@@ -190,7 +195,7 @@ def _failure(
     return FailureInfo(klass=klass_default, excerpt=tail_excerpt(text), hint=hint, exit_code=code)
 
 
-def _wait_ready(
+async def _wait_ready(
     cfg: EngineConfig,
     adapter: EngineAdapter,
     group: ProcessGroup,
@@ -209,76 +214,77 @@ def _wait_ready(
             if msg and on_progress:
                 on_progress(msg)
 
-    while True:
-        report_progress()
-        code = group.poll()
-        if code is not None:
+    async with ControlClient(base_url, timeouts=PROBE_TIMEOUTS) as client:
+        while True:
             report_progress()
-            text = read_text(group.log_path)
-            raise EngineLaunchError(
-                _failure(
-                    "exited_early",
-                    text,
-                    adapter,
-                    f"The engine exited (code {code}) before it was ready; the log's last lines say why.",
-                    code,
-                ),
-                str(group.log_path),
-            )
-        p = probe(base_url, cfg.name, timeout_s=2.0)
-        if p.ready_for(cfg.name):
-            report_progress()
-            return p.max_model_len
-        if p.models:
-            last_models = p.models
-        if time.monotonic() >= deadline:
-            text = read_text(group.log_path)
-            serving = (
-                f" It is up but lists {list(last_models)} instead of {cfg.name!r}: check --served-model-name."
-                if last_models
-                else ""
-            )
-            found = classify_log(text, adapter.failure_patterns())
-            if found is not None:
-                raise EngineLaunchError(found, str(group.log_path))
-            raise EngineLaunchError(
-                FailureInfo(
-                    klass="startup_timeout",
-                    excerpt=tail_excerpt(text),
-                    hint=f"Not ready after {timeout_s:g} s.{serving} Raise the startup timeout for big models, "
-                    "or read the log for where it got stuck.",
-                ),
-                str(group.log_path),
-            )
-        time.sleep(POLL_S)
+            code = group.poll()
+            if code is not None:
+                report_progress()
+                text = read_text(group.log_path)
+                raise EngineLaunchError(
+                    _failure(
+                        "exited_early",
+                        text,
+                        adapter,
+                        f"The engine exited (code {code}) before it was ready; the log's last lines say why.",
+                        code,
+                    ),
+                    str(group.log_path),
+                )
+            p = await probe(client)
+            if p.ready_for(cfg.name):
+                report_progress()
+                return p.max_model_len(cfg.name)
+            if p.names:
+                last_models = p.names
+            if time.monotonic() >= deadline:
+                text = read_text(group.log_path)
+                serving = (
+                    f" It is up but lists {list(last_models)} instead of {cfg.name!r}: check --served-model-name."
+                    if last_models
+                    else ""
+                )
+                found = classify_log(text, adapter.failure_patterns())
+                if found is not None:
+                    raise EngineLaunchError(found, str(group.log_path))
+                raise EngineLaunchError(
+                    FailureInfo(
+                        klass="startup_timeout",
+                        excerpt=tail_excerpt(text),
+                        hint=f"Not ready after {timeout_s:g} s.{serving} Raise the startup timeout for big models, "
+                        "or read the log for where it got stuck.",
+                    ),
+                    str(group.log_path),
+                )
+            await asyncio.sleep(POLL_S)
 
 
 def attach(base_url: str, model: str, *, timeout_s: float = 10.0) -> RunningEngine:
     """A server someone else started: checked for readiness, never stopped by servetune."""
-    base_url = base_url.rstrip("/")
-    if base_url.endswith("/v1"):
-        base_url = base_url[:-3]
-    deadline = time.monotonic() + timeout_s
-    while True:
-        p = probe(base_url, model, timeout_s=min(5.0, timeout_s))
-        if p.ready_for(model):
-            break
-        if time.monotonic() >= deadline:
-            from servetune.errors import ServetuneError
+    return run_sync(_attach(normalize_base_url(base_url), model, timeout_s))
 
-            if p.health_status is None:
-                raise ServetuneError(
-                    f"no server answers at {base_url} ({p.error})", "check the URL and that the server is running"
-                )
-            if p.models:
-                raise ServetuneError(
-                    f"{base_url} serves {list(p.models)}, not {model!r}",
-                    f"pass one of {list(p.models)} as the model name",
-                )
-            raise ServetuneError(f"{base_url}/health answers {p.health_status}", "wait for the server to be ready")
-        time.sleep(0.2)
-    owner = next((str(e.get("owned_by")) for e in p.raw_models.get("data", []) if isinstance(e, dict)), "")
-    engine = {"llamacpp": "llamacpp", "sglang": "sglang"}.get(owner, "vllm")
+
+async def _attach(base_url: str, model: str, timeout_s: float) -> RunningEngine:
+    deadline = time.monotonic() + timeout_s
+    async with ControlClient(base_url, timeouts=PROBE_TIMEOUTS) as client:
+        while True:
+            p = await probe(client)
+            if p.ready_for(model):
+                break
+            if time.monotonic() >= deadline:
+                if p.health_status is None:
+                    raise ServetuneError(
+                        f"no server answers at {base_url} ({p.error})", "check the URL and that the server is running"
+                    )
+                if p.names:
+                    raise ServetuneError(
+                        f"{base_url} serves {list(p.names)}, not {model!r}",
+                        f"pass one of {list(p.names)} as the model name",
+                    )
+                raise ServetuneError(f"{base_url}/health answers {p.health_status}", "wait for the server to be ready")
+            await asyncio.sleep(0.2)
+    entry = p.models.find(model) if p.models else None
+    engine = {"llamacpp": "llamacpp", "sglang": "sglang"}.get(entry.owned_by or "" if entry else "", "vllm")
     cfg = EngineConfig(engine=engine, model=model)  # type: ignore[arg-type]
-    facts = EngineFacts(engine=engine, max_model_len=p.max_model_len)
+    facts = EngineFacts(engine=engine, max_model_len=p.max_model_len(model))
     return RunningEngine(cfg, None, None, base_url, facts, None, None)

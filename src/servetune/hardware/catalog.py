@@ -123,7 +123,6 @@ CATALOG: tuple[GPUSpec, ...] = (
         25,
         "a100-80g-pcie",
         "a100-pcie-80gb",
-        "a100-pcie",
     ),
     _gpu(
         "A100-80G-SXM",
@@ -137,10 +136,8 @@ CATALOG: tuple[GPUSpec, ...] = (
         "nvlink",
         300,
         "a100-80g",
-        "a100",
         "a100-sxm4-80gb",
         "a100-80g-sxm4",
-        "a100-sxm",
     ),
     _gpu("H100-PCIe", 79.19, 80, 2000, 756, 756, 1513, 9.0, "pcie", 50, "h100-pcie", "h100-80g-pcie"),
     _gpu(
@@ -154,7 +151,6 @@ CATALOG: tuple[GPUSpec, ...] = (
         9.0,
         "nvlink",
         450,
-        "h100",
         "h100-80g",
         "h100-sxm5",
         "h100-80gb-hbm3",
@@ -177,7 +173,6 @@ CATALOG: tuple[GPUSpec, ...] = (
         "nvlink",
         150,
         "v100-32g",
-        "v100",
         "v100-sxm2-32gb",
         "v100-32g-sxm2",
     ),
@@ -190,6 +185,17 @@ CATALOG: tuple[GPUSpec, ...] = (
     _gpu("RTX-4090", 23.65, 24, 1008, 165, 165, 330, 8.9, "pcie", 25, "rtx4090", "4090", "geforce-rtx-4090"),
     _gpu("RTX-3090", 23.58, 24, 936, 71, 71, None, 8.6, "pcie", 25, "rtx3090", "3090", "geforce-rtx-3090"),
 )
+
+
+AMBIGUOUS: dict[str, tuple[str, ...]] = {
+    "a100": ("A100-40G-PCIe", "A100-40G-SXM", "A100-80G-PCIe", "A100-80G-SXM"),
+    "a100-sxm": ("A100-40G-SXM", "A100-80G-SXM"),
+    "a100-pcie": ("A100-40G-PCIe", "A100-80G-PCIe"),
+    "h100": ("H100-PCIe", "H100-SXM", "H100-NVL"),
+    "v100": ("V100-16G", "V100-32G", "V100-32G-PCIe"),
+}
+"""Family names that stand for GPUs of different memory: guessing one would change the whole ledger, so they
+are an error that lists the choices (`--gpu A100x2` once became an 80 GB SXM without a word)."""
 
 
 def _norm(name: str) -> str:
@@ -213,6 +219,16 @@ def _index() -> dict[str, GPUSpec]:
 _INDEX = _index()
 
 
+def _lookup(name: str) -> GPUSpec | None:
+    key = _norm(name)
+    return _INDEX.get(key) or _INDEX.get(key.replace("-", ""))
+
+
+def is_known(name: str) -> bool:
+    """True when `name` is exactly a catalog GPU or alias (no count suffix)."""
+    return _lookup(name) is not None
+
+
 def gpu_names() -> list[str]:
     """Catalog names, for help texts and errors."""
     return [gpu.name for gpu in CATALOG]
@@ -221,6 +237,12 @@ def gpu_names() -> list[str]:
 def get_gpu(name: str) -> GPUSpec:
     """A catalog GPU by name or alias (case, dashes, `GB`/`G` and the NVIDIA prefix do not matter)."""
     gpu = _lookup(name)
+    family = AMBIGUOUS.get(_norm(name)) or AMBIGUOUS.get(_norm(name).replace("-", ""))
+    if gpu is None and family:
+        raise ServetuneError(
+            f"GPU {name!r} is ambiguous: it comes as {', '.join(family)}",
+            f"name the exact model, e.g. --gpu {family[-1]} (append xN for N GPUs: {family[-1]}x2)",
+        )
     if gpu is None:
         raise ServetuneError(
             f"unknown GPU {name!r}",
@@ -260,7 +282,7 @@ def custom_gpu(
     )
 
 
-def _parse_custom(text: str) -> GPUSpec:
+def parse_custom(text: str) -> GPUSpec:
     fields: dict[str, float] = {}
     for part in text.split(":", 1)[1].split(","):
         if "=" not in part:
@@ -285,30 +307,3 @@ def _parse_custom(text: str) -> GPUSpec:
         fp8_tflops=fields.get("fp8"),
         link_gbs=fields.get("link", 25),
     )
-
-
-def _lookup(name: str) -> GPUSpec | None:
-    key = _norm(name)
-    return _INDEX.get(key) or _INDEX.get(key.replace("-", ""))
-
-
-def parse_gpu_arg(text: str) -> tuple[GPUSpec, int]:
-    """`A100-80G-SXMx2` / `2xH100` / `H200` / `local` / `custom:mem=..,bw=..,tflops=..` -> (GPU, count)."""
-    raw, count, counted = text.strip(), 1, False
-    if _lookup(raw) is None:
-        prefix = re.match(r"^(\d+)\s*[x×*]\s*(.+)$", raw, re.IGNORECASE)
-        suffix = re.match(r"^(.+?)\s*[x×*]\s*(\d+)$", raw, re.IGNORECASE)
-        if prefix and not raw.lower().startswith("custom"):
-            count, raw, counted = int(prefix.group(1)), prefix.group(2), True
-        elif suffix:
-            raw, count, counted = suffix.group(1), int(suffix.group(2)), True
-    if count < 1:
-        raise ServetuneError(f"GPU count in {text!r} must be at least 1", "write e.g. A100-80G-SXMx2")
-    if raw.lower().startswith("custom"):
-        return _parse_custom(raw), count
-    if raw.lower() in ("local", "auto"):
-        from servetune.hardware.nvml import local_gpu
-
-        gpu, found = local_gpu()
-        return gpu, count if counted else found
-    return get_gpu(raw), count

@@ -1,14 +1,14 @@
-"""The local GPU, through NVML when `pynvml` (package nvidia-ml-py) is installed; never required.
+"""Local GPUs through NVML when `pynvml` (package nvidia-ml-py) is installed; never required.
 
-NVML gives the name and the memory; bandwidth and TFLOP/s come from the catalog entry the name matches.
+NVML gives the name and the memory; bandwidth and TFLOP/s come from the catalog entry the name matches
+(`match_catalog`). `hardware.gpus` turns `--gpu local` into a catalog GPU and a count.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from servetune.errors import ServetuneError
-from servetune.hardware.catalog import CATALOG, GPUSpec, _norm
+from servetune.hardware.catalog import CATALOG, GPUSpec
 
 _NAME_HINTS = (
     ("h200 nvl", "H200-NVL"),
@@ -81,22 +81,3 @@ def read_devices() -> list[DeviceReading]:
 def detect() -> list[tuple[str, int]]:
     """(name, total memory bytes) of each local GPU; empty without pynvml or without a GPU."""
     return [(d.name, d.total_bytes) for d in read_devices()]
-
-
-def local_gpu() -> tuple[GPUSpec, int]:
-    """The local GPU model and how many of it there are."""
-    devices = detect()
-    if not devices:
-        raise ServetuneError(
-            "no local GPU found (NVML unavailable: no driver, no GPU, or package nvidia-ml-py not installed)",
-            "name the GPU instead, e.g. --gpu A100-80G-SXMx2",
-        )
-    name, memory = devices[0]
-    gpu = match_catalog(name, memory)
-    if gpu is None:
-        raise ServetuneError(
-            f"local GPU {name!r} is not in the catalog",
-            f"describe it: --gpu 'custom:mem={memory / 1024**3:.1f},bw=<GB/s>,tflops=<dense TFLOP/s>,cc=<x.y>'",
-        )
-    same = sum(1 for n, _ in devices if _norm(n) == _norm(name))
-    return gpu, same

@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from servetune.load.http1 import Pool, ResponseError, _Conn
 from servetune.load.prompts import Turn
-from servetune.load.record import ErrorClass, RequestRecord
 from servetune.load.shape import Timeouts
 from servetune.load.sse import StreamState, parse_final
+from servetune.metrics.record import ErrorClass, RequestRecord
 
 _now = time.monotonic_ns
 

@@ -7,8 +7,8 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-from servetune.load.record import RequestRecord
 from servetune.load.shape import LoadShape
+from servetune.metrics.record import RequestRecord
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ import numpy as np
 
 from servetune.errors import ServetuneError
 from servetune.load.tokens import TokenCounter
-from servetune.load.workload import RequestClass, Workload
+from servetune.load.workload import PromptSource, RequestClass, Workload
 
 Endpoint = Literal["completions", "chat"]
 
@@ -30,6 +30,53 @@ class Turn:
     fields: dict
     prompt_tokens: int | None
     max_tokens: int | None
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """One turn's lengths: new input tokens (the history comes on top) and requested output tokens."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class ConversationPlan:
+    """The lengths of conversation `index` of a synthetic workload, before any text exists.
+
+    The one sampling rule of a workload: the live request factory writes text to these lengths and the
+    simulator schedules these lengths, so a seed means the same requests on a server and in the simulator.
+    """
+
+    index: int
+    cls: str
+    class_index: int
+    prefix_tokens: int
+    prefix_group: int
+    turns: tuple[TurnPlan, ...]
+
+    def prompt_tokens(self, turn: int) -> int:
+        """Input tokens of a turn: the shared prefix, the whole history (inputs and answers), the new input."""
+        history = sum(t.input_tokens + t.output_tokens for t in self.turns[:turn])
+        return self.prefix_tokens + history + self.turns[turn].input_tokens
+
+
+def plan_conversation(workload: Workload, index: int) -> ConversationPlan:
+    """Draws conversation `index`'s class and lengths (deterministic by the workload's seed)."""
+    if workload.source is not None:
+        raise ServetuneError("a file workload has no synthetic lengths", "describe it with request classes")
+    rng = np.random.default_rng([workload.seed, index])
+    weights = np.array([c.weight for c in workload.classes], dtype=float)
+    ci = int(rng.choice(len(weights), p=weights / weights.sum())) if len(weights) > 1 else 0
+    klass = workload.classes[ci]
+    turns = []
+    for k in range(klass.turns):
+        n_in, n_out = klass.input_dist.sample(rng), klass.output_dist.sample(rng)
+        if k == 0 and klass.shared_prefix_tokens:  # the first input counts the prefix and needs one token of its own
+            n_in = max(n_in, klass.shared_prefix_tokens + 1) - klass.shared_prefix_tokens
+        turns.append(TurnPlan(n_in, n_out))
+    group = index % klass.prefix_groups if klass.shared_prefix_tokens else 0
+    return ConversationPlan(index, klass.name, ci, klass.shared_prefix_tokens, group, tuple(turns))
 
 
 @dataclass(frozen=True)
@@ -51,34 +98,28 @@ class RequestFactory:
         self.pool = np.array(counter.words())
         self._prefixes: dict[tuple[int, int], tuple[str, int]] = {}
         self._file: list[tuple[dict, int | None]] | None = None
-        weights = np.array([c.weight for c in workload.classes], dtype=float)
-        self._weights = weights / weights.sum()
 
     async def conversation(self, index: int) -> Conversation:
         if self.workload.source is not None:
             return await self._from_file(index)
-        rng = np.random.default_rng([self.workload.seed, index])
-        ci = int(rng.choice(len(self._weights), p=self._weights)) if len(self._weights) > 1 else 0
-        klass = self.workload.classes[ci]
+        plan = plan_conversation(self.workload, index)
+        rng = np.random.default_rng([self.workload.seed, index, 2])  # text only: lengths come from the plan
+        klass = self.workload.classes[plan.class_index]
         prefix = ""
-        if klass.shared_prefix_tokens:
-            prefix, _ = await self._prefix(ci, klass, index % klass.prefix_groups)
+        if plan.prefix_tokens:
+            prefix, _ = await self._prefix(plan.class_index, klass, plan.prefix_group)
         history: list[tuple[str, str]] = []  # (role, text)
         turns = []
-        for _ in range(klass.turns):
-            n_in = klass.input_dist.sample(rng)
-            n_out = klass.output_dist.sample(rng)
-            if not history and prefix:
-                n_in = max(n_in, klass.shared_prefix_tokens + 1)
+        for k, turn in enumerate(plan.turns):
             head = [t for _, t in history] if history else ([prefix] if prefix else [])
-            text, total = await self._fit(rng, n_in, head)
+            text, total = await self._fit(rng, plan.prompt_tokens(k), head)
             messages = ([("system", prefix)] if prefix and not history else []) + history + [("user", text)]
-            turns.append(Turn(self._fields(messages), total if self.counter.exact else None, n_out))
+            turns.append(Turn(self._fields(messages), total if self.counter.exact else None, turn.output_tokens))
             if not history and prefix:
                 history.append(("system", prefix))
             history.append(("user", text))
-            history.append(("assistant", " ".join(rng.choice(self.pool, size=n_out))))
-        return Conversation(index, klass.name, tuple(turns))
+            history.append(("assistant", " ".join(rng.choice(self.pool, size=turn.output_tokens))))
+        return Conversation(index, plan.cls, tuple(turns))
 
     def _fields(self, messages: list[tuple[str, str]]) -> dict:
         if self.endpoint == "chat":
@@ -138,6 +179,8 @@ class RequestFactory:
     async def _load_file(self) -> list[tuple[dict, int | None]]:
         src = self.workload.source
         assert src is not None
+        if isinstance(src, PromptSource):
+            return [({"prompt": text}, src.output_tokens) for text in src.prompts]
         path = Path(src.path)
         if not path.is_file():
             raise ServetuneError(f"workload file {path} not found", "pass an existing JSONL or ShareGPT JSON file")

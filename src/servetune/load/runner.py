@@ -15,14 +15,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from servetune.control.client import ControlTimeouts, normalize_base_url
 from servetune.errors import ServetuneError
 from servetune.load.client import Client, Watchdog
 from servetune.load.http1 import Pool
 from servetune.load.prompts import Conversation, RequestFactory
-from servetune.load.record import Phase, RequestRecord
-from servetune.load.shape import LoadShape
+from servetune.load.shape import LoadShape, Phaser
 from servetune.load.tokens import LocalTokenizer, make_counter
 from servetune.load.workload import Workload
+from servetune.metrics.record import Phase, RequestRecord
 from servetune.metrics.slo import Slos
 from servetune.metrics.summary import Summary, summarize
 
@@ -51,36 +52,6 @@ class LoadResult(BaseModel):
         return self.model_dump_json(indent=indent, exclude=None if records else {"records"})
 
 
-class _Phaser:
-    """Decides the phase of each new conversation: warm-up, measured, cool-down, or stop."""
-
-    def __init__(self, shape: LoadShape) -> None:
-        self.s = shape
-        self.issued = 0
-        self.measured = 0
-        self.measure_t0: float | None = None
-        self.measure_end: float | None = None
-
-    def next(self, t: float) -> Phase | None:
-        """`t`: seconds since the start (the schedule time in open loop, the clock in closed loop)."""
-        s = self.s
-        self.issued += 1
-        if self.measure_end is None:
-            if self.issued <= s.warmup_requests or t < s.warmup_s:
-                return "warmup"
-            if self.measure_t0 is None:
-                self.measure_t0 = t
-            count_left = s.requests is None or self.measured < s.requests
-            time_left = s.duration_s is None or t - self.measure_t0 < s.duration_s
-            if count_left and time_left:
-                self.measured += 1
-                return "measure"
-            self.measure_end = t
-        if t - self.measure_end < self.s.cooldown_s:
-            return "cooldown"
-        return None
-
-
 class _Run:
     def __init__(
         self,
@@ -92,7 +63,7 @@ class _Run:
         self.client = client
         self.factory = factory
         self.shape = shape
-        self.phaser = _Phaser(shape)
+        self.phaser = Phaser(shape)
         self.records: list[RequestRecord] = []
         self.on_record = on_record
         self.start_ns = 0
@@ -227,15 +198,18 @@ async def run_load(
     keep_text: bool = False,
     percentiles: tuple[float, ...] = (50, 90, 95, 99),
     on_record: Callable[[RequestRecord], None] | None = None,
+    control: ControlTimeouts | None = None,
 ) -> LoadResult:
     """Runs `workload` against the OpenAI-compatible server at `base_url` in `shape`.
 
     tokenizer: a tokenizer.json path (or model directory), "server" (its /tokenize), "words", or None (the
     server's /tokenize when it has one, else words). extra_body: fields merged into every request body
-    (sampling parameters, chat_template_kwargs, ...; they override servetune's own). Returns the records of
+    (sampling parameters, chat_template_kwargs, ...; they override servetune's own). control: the timeouts of
+    the control-plane calls (`/tokenize`) made before the clock starts. Returns the records of
     every request (warm-up and cool-down included, marked by phase) and the summary of the measured ones.
     """
-    counter = await make_counter(tokenizer, base_url, model)
+    base_url = normalize_base_url(base_url)  # what `launch` prints ends in /v1; the paths below add their own
+    counter = await make_counter(tokenizer, base_url, model, control)
     factory = RequestFactory(workload, counter, endpoint)
     pool = Pool(base_url, shape.timeouts.connect_s)
     watchdog = Watchdog(shape.timeouts)

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servetune.errors import ServetuneError
+from servetune.metrics.record import Phase
 
 
 class Timeouts(BaseModel):
@@ -95,3 +96,36 @@ class LoadShape(BaseModel):
             gaps = rng.gamma(self.burstiness, 1.0 / (rate * self.burstiness), n)
         gaps[0] = 0.0
         return np.cumsum(gaps)
+
+
+class Phaser:
+    """Decides the phase of each new conversation: warm-up, measured, cool-down, or stop.
+
+    The one rule for every driver of a load shape: the live runner and the simulator's virtual run ask it the
+    same question at each new conversation, so both measure the same requests."""
+
+    def __init__(self, shape: LoadShape) -> None:
+        self.s = shape
+        self.issued = 0
+        self.measured = 0
+        self.measure_t0: float | None = None
+        self.measure_end: float | None = None
+
+    def next(self, t: float) -> Phase | None:
+        """`t`: seconds since the start (the schedule time in open loop, the clock in closed loop)."""
+        s = self.s
+        self.issued += 1
+        if self.measure_end is None:
+            if self.issued <= s.warmup_requests or t < s.warmup_s:
+                return "warmup"
+            if self.measure_t0 is None:
+                self.measure_t0 = t
+            count_left = s.requests is None or self.measured < s.requests
+            time_left = s.duration_s is None or t - self.measure_t0 < s.duration_s
+            if count_left and time_left:
+                self.measured += 1
+                return "measure"
+            self.measure_end = t
+        if t - self.measure_end < self.s.cooldown_s:
+            return "cooldown"
+        return None

@@ -7,15 +7,127 @@ so the load path runs with aiohttp + pydantic + numpy alone.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from servetune.control.client import ControlClient, ControlError, ControlTimeouts
 from servetune.errors import ServetuneError
 
 # Common English words; each is one token with a leading space in the usual BPE vocabularies.
-_COMMON = ["the", "of", "and", "to", "in", "is", "was", "for", "that", "with", "as", "on", "by", "at", "from", "his", "her", "they", "this", "are", "have", "had", "which", "one", "not", "but", "all", "were", "when", "there", "can", "more", "her", "out", "also", "time", "about", "into", "only", "other", "new", "some", "could", "these", "two", "may", "first", "then", "any", "like", "now", "over", "such", "our", "man", "most", "even", "made", "after", "many", "where", "well", "back", "through", "year", "much", "before", "good", "great", "same", "own", "still", "long", "very", "world", "state", "part", "place", "case", "work", "point", "group", "number", "water", "light", "house", "power", "money", "story", "night", "light", "order", "world", "music", "city", "river", "table", "paper", "garden", "market", "window", "friend", "letter", "animal", "summer", "winter", "forest", "mountain", "island", "village", "station"]
+_COMMON = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "that",
+    "with",
+    "as",
+    "on",
+    "by",
+    "at",
+    "from",
+    "his",
+    "her",
+    "they",
+    "this",
+    "are",
+    "have",
+    "had",
+    "which",
+    "one",
+    "not",
+    "but",
+    "all",
+    "were",
+    "when",
+    "there",
+    "can",
+    "more",
+    "her",
+    "out",
+    "also",
+    "time",
+    "about",
+    "into",
+    "only",
+    "other",
+    "new",
+    "some",
+    "could",
+    "these",
+    "two",
+    "may",
+    "first",
+    "then",
+    "any",
+    "like",
+    "now",
+    "over",
+    "such",
+    "our",
+    "man",
+    "most",
+    "even",
+    "made",
+    "after",
+    "many",
+    "where",
+    "well",
+    "back",
+    "through",
+    "year",
+    "much",
+    "before",
+    "good",
+    "great",
+    "same",
+    "own",
+    "still",
+    "long",
+    "very",
+    "world",
+    "state",
+    "part",
+    "place",
+    "case",
+    "work",
+    "point",
+    "group",
+    "number",
+    "water",
+    "light",
+    "house",
+    "power",
+    "money",
+    "story",
+    "night",
+    "light",
+    "order",
+    "world",
+    "music",
+    "city",
+    "river",
+    "table",
+    "paper",
+    "garden",
+    "market",
+    "window",
+    "friend",
+    "letter",
+    "animal",
+    "summer",
+    "winter",
+    "forest",
+    "mountain",
+    "island",
+    "village",
+    "station",
+]
 
 
 class TokenCounter(Protocol):
@@ -99,15 +211,18 @@ class LocalTokenizer:
 
 
 class ServerTokenizer:
-    """The server's own `/tokenize` (vLLM, SGLang, llama.cpp, the mock): exact for that server."""
+    """The server's own `/tokenize` (vLLM, SGLang, llama.cpp, sim-serve, the mock): exact for that server.
+
+    Counting goes through the control-plane client, which speaks vLLM's and llama.cpp's dialects and bounds each
+    call by the command's timeouts.
+    """
 
     exact = True
 
-    def __init__(self, base_url: str, model: str) -> None:
-        self.url = base_url.rstrip("/") + "/tokenize"
+    def __init__(self, base_url: str, model: str, timeouts: ControlTimeouts | None = None) -> None:
+        self._client = ControlClient(base_url, timeouts=timeouts)
         self.model = model
-        self.name = f"{self.url}"
-        self._session = None  # one keep-alive aiohttp session, opened on first use
+        self.name = f"{self._client.base_url}/tokenize"
         self._pool = frozenset(WordCounter().words())
         self._additive = False  # verified: the server counts one token per pool word (see calibrate)
 
@@ -116,53 +231,39 @@ class ServerTokenizer:
         pool words are counted locally (exact for this server) instead of one /tokenize call each."""
         words = sorted(self._pool)
         sample = " ".join(words + words[::-1])
-        self._additive = (await self.count([sample]))[0] == 2 * len(words)
+        self._additive = (await self._client.tokenize(sample, self.model)) == 2 * len(words)
 
     async def count(self, texts: Sequence[str]) -> list[int]:
-        import aiohttp
-
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
         out = []
         for text in texts:
-            if self._additive:
-                words = text.split()
-                if self._pool.issuperset(words):
-                    out.append(len(words))
-                    continue
-            body = {"model": self.model, "prompt": text, "add_special_tokens": False}
-            async with self._session.post(self.url, json=body) as resp:
-                if resp.status != 200:
-                    raise ServetuneError(
-                        f"{self.url} answered HTTP {resp.status}", "use a local tokenizer.json (--tokenizer PATH)"
-                    )
-                data = json.loads(await resp.read())
-            out.append(int(data["count"]) if "count" in data else len(data["tokens"]))
+            words = text.split()
+            if self._additive and self._pool.issuperset(words):
+                out.append(len(words))
+            else:
+                out.append(await self._client.tokenize(text, self.model))
         return out
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.aclose()
 
     def words(self) -> list[str]:
         return WordCounter().words()
 
 
-async def make_counter(tokenizer: str | None, base_url: str, model: str) -> TokenCounter:
+async def make_counter(
+    tokenizer: str | None, base_url: str, model: str, timeouts: ControlTimeouts | None = None
+) -> TokenCounter:
     """`tokenizer`: a tokenizer.json path or model dir, "server", "words", or None (the server's if it has one)."""
     if tokenizer == "words":
         return WordCounter()
     if tokenizer not in (None, "server"):
         return LocalTokenizer(tokenizer)
-    server = ServerTokenizer(base_url, model)
+    server = ServerTokenizer(base_url, model, timeouts)
     try:
         await server.calibrate()
-    except Exception as err:
+    except ControlError as err:
         await server.aclose()
         if tokenizer == "server":
-            raise ServetuneError(
-                f"the server's /tokenize does not work: {err}", "pass --tokenizer PATH/tokenizer.json"
-            ) from err
+            raise ServetuneError(f"the server's /tokenize does not work: {err.problem}", err.fix) from None
         return WordCounter()
     return server

@@ -97,6 +97,15 @@ class FileSource(BaseModel):
     shuffle: bool = False
 
 
+class PromptSource(BaseModel):
+    """Requests given as texts (a probe's "Hello"): sent in turn, each asking `output_tokens`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompts: tuple[str, ...] = Field(min_length=1)
+    output_tokens: int = Field(ge=1)
+
+
 class Workload(BaseModel):
     """How requests look. `output_control` decides how a fixed output length is asked for: `ignore_eos`
     (vLLM, SGLang), `min_tokens` (min_tokens = max_tokens, keeps stop tokens working), or `none` (max_tokens
@@ -106,7 +115,7 @@ class Workload(BaseModel):
 
     seed: int = 0
     classes: tuple[RequestClass, ...] = (RequestClass(),)
-    source: FileSource | None = None
+    source: FileSource | PromptSource | None = None
     output_control: Literal["ignore_eos", "min_tokens", "none"] = "ignore_eos"
 
     @classmethod
@@ -150,6 +159,11 @@ class Workload(BaseModel):
     def mix(cls, classes: list[RequestClass], *, seed: int = 0) -> Workload:
         """A traffic mix: each request's class is drawn by weight (deterministic by seed)."""
         return cls(seed=seed, classes=tuple(classes))
+
+    @classmethod
+    def texts(cls, prompts: list[str], output_tokens: int, *, seed: int = 0) -> Workload:
+        """Fixed prompt texts (a chat message for the chat endpoint, a prompt for completions)."""
+        return cls(seed=seed, source=PromptSource(prompts=tuple(prompts), output_tokens=output_tokens))
 
     @classmethod
     def from_file(

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from servetune.load.record import RequestRecord
+from servetune.metrics.record import RequestRecord
 from servetune.metrics.summary import Stat, Summary
 
 REQUEST_COLUMNS = (
@@ -23,17 +23,15 @@ REQUEST_COLUMNS = (
 
 def request_row(r: RequestRecord) -> dict:
     ttft = r.ttft_ns / 1e6 if r.ttft_ns is not None else None
-    gaps = [b - a for a, b in zip(r.chunk_ns, r.chunk_ns[1:])]
+    tpot, gap = r.tpot_ns, r.max_itl_ns
     return {
         **{k: getattr(r, k) for k in REQUEST_COLUMNS[:14]},
         "error_class": str(r.error_class) if r.error_class else None,
         "ttft_ms": ttft,
         "ttfc_ms": r.ttfc_ns / 1e6 if r.ttfc_ns is not None else None,
-        "tpot_ms": (r.e2el_ns / 1e6 - ttft) / (r.output_tokens - 1)
-        if ttft is not None and r.output_tokens > 1
-        else None,
+        "tpot_ms": tpot / 1e6 if tpot is not None else None,
         "e2el_ms": r.e2el_ns / 1e6,
-        "max_itl_ms": max(gaps) / 1e6 if gaps else None,
+        "max_itl_ms": gap / 1e6 if gap is not None else None,
         "chunks": len(r.chunk_ns),
         "lateness_ms": r.lateness_ns / 1e6,
     }

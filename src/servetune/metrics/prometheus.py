@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
+from servetune.control.client import ControlClient
 from servetune.errors import ServetuneError
 
 # Each figure: the names it has had, newest first. Counters are listed with prometheus_client's `_total`.
@@ -136,32 +137,9 @@ def parse(text: str, url: str = "", taken_s: float | None = None) -> MetricsSnap
     return MetricsSnapshot(url=url, taken_s=time.monotonic() if taken_s is None else taken_s, samples=samples)
 
 
-def scrape(base_url: str, timeout_s: float = 10.0) -> MetricsSnapshot:
-    """Reads `<base_url>/metrics` now (blocking; a scrape takes milliseconds)."""
-    import urllib.error
-    import urllib.request
-
-    url = base_url.rstrip("/") + "/metrics"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            text = resp.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as err:
-        raise ServetuneError(f"cannot read {url}: {err}", "check that the engine runs and exposes /metrics") from err
-    return parse(text, url)
-
-
-async def ascrape(base_url: str, timeout_s: float = 10.0) -> MetricsSnapshot:
-    """`scrape` without blocking the event loop."""
-    import aiohttp
-
-    url = base_url.rstrip("/") + "/metrics"
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
-            async with session.get(url) as resp:
-                text = await resp.text()
-    except (aiohttp.ClientError, OSError, TimeoutError) as err:
-        raise ServetuneError(f"cannot read {url}: {err}", "check that the engine runs and exposes /metrics") from err
-    return parse(text, url)
+async def scrape(client: ControlClient) -> MetricsSnapshot:
+    """Reads the engine's `/metrics` now, through the control-plane client (its timeouts apply)."""
+    return parse(await client.metrics_text(), client.base_url + "/metrics")
 
 
 def _counters(snap: MetricsSnapshot) -> dict[str, float]:

@@ -1,16 +1,21 @@
-"""Service-level objectives per request, with vLLM's `--goodput` semantics.
+"""Service-level objectives: the one owner of their keys, bounds and meaning.
 
-A completed request is good when it meets every SLO that is set: ttft ≤ ttft_ms, tpot ≤ tpot_ms,
-e2el ≤ e2el_ms (and, beyond vLLM, the largest inter-chunk gap ≤ max_itl_ms). A request with one output token
-has no TPOT and passes the TPOT SLO, as in vLLM.
+Two kinds, both named as users write them:
+- per request, vLLM's `--goodput` semantics (`Slos`): a completed request is good when it meets every bound that
+  is set: ttft ≤ ttft_ms, tpot ≤ tpot_ms, e2el ≤ e2el_ms (and, beyond vLLM, the largest inter-chunk gap ≤
+  max_itl_ms); a request with one output token has no TPOT and passes the TPOT bound, as in vLLM;
+- per run, an experiment's `slos:` (`ttft_p99_ms`, `error_rate`, `memory_headroom_pct`, ...): bounds on a run's
+  percentiles and rates, judged by `Summary.slo_failures` and by the probes that declare the figure they bound.
 """
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.errors import ServetuneError
-from servetune.load.record import RequestRecord
+from servetune.metrics.record import RequestRecord
 
 
 class Slos(BaseModel):
@@ -30,13 +35,10 @@ class Slos(BaseModel):
             return self.ttft_ms is None and self.tpot_ms is None and self.max_itl_ms is None
         if self.ttft_ms is not None and (r.chunk_ns[0] - r.sent_ns) / 1e6 > self.ttft_ms:
             return False
-        if self.tpot_ms is not None and r.output_tokens > 1:
-            if (r.done_ns - r.chunk_ns[0]) / 1e6 / (r.output_tokens - 1) > self.tpot_ms:
-                return False
-        if self.max_itl_ms is not None and len(r.chunk_ns) > 1:
-            if max(b - a for a, b in zip(r.chunk_ns, r.chunk_ns[1:])) / 1e6 > self.max_itl_ms:
-                return False
-        return True
+        tpot, gap = r.tpot_ns, r.max_itl_ns
+        if self.tpot_ms is not None and tpot is not None and tpot / 1e6 > self.tpot_ms:
+            return False
+        return not (self.max_itl_ms is not None and gap is not None and gap / 1e6 > self.max_itl_ms)
 
     @classmethod
     def parse(cls, text: str) -> Slos:
@@ -55,3 +57,50 @@ class Slos(BaseModel):
                     "write SLOs as name:milliseconds with names ttft, tpot, e2el, itl (e.g. ttft:500 tpot:50)",
                 ) from None
         return cls(**values)
+
+
+LATENCY_SLO_KEY = re.compile(r"^(ttft|tpot|itl|e2el)_p(50|90|95|99)_ms$")
+"""A latency SLO: an upper bound on a percentile of a latency distribution, e.g. `ttft_p99_ms`."""
+BOUNDS: dict[str, str] = {"error_rate": "upper", "memory_headroom_pct": "lower"}
+"""The SLOs besides latency percentiles, and which way each bounds its figure."""
+
+
+def is_latency_slo(key: str) -> bool:
+    return LATENCY_SLO_KEY.match(key) is not None
+
+
+def slo_problem(key: str, value: float) -> tuple[str, str] | None:
+    """Why an SLO key or bound cannot be used (problem, fix), or None when it can. The one reading of SLO keys."""
+    import difflib
+    import math
+
+    if not math.isfinite(value) or value < 0:
+        return f"{key} = {value} is not a usable bound", "give a finite number ≥ 0"
+    if LATENCY_SLO_KEY.match(key):
+        if value <= 0:
+            return f"{key} = {value} can never be met", "a latency bound must be above 0 ms"
+        if key.startswith(("tpot", "itl")) and value < 0.05:
+            return f"{key} = {value} ms is below any engine's step time", "give the bound in ms"
+        return None
+    if key == "error_rate":
+        return (f"error_rate = {value} is not a fraction", "use 0..1 (0 = no failed request)") if value > 1 else None
+    if key == "memory_headroom_pct":
+        if value >= 100:
+            return f"memory_headroom_pct = {value} can never be met", "use a percentage below 100"
+        return None
+    choices = ["ttft_p99_ms", "tpot_p99_ms", "itl_p99_ms", "e2el_p99_ms", "error_rate", "memory_headroom_pct"]
+    close = difflib.get_close_matches(key, choices, n=1)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    return f"unknown SLO `{key}`", f"{hint}use {', '.join(choices)} (p50/p90/p95/p99)"
+
+
+def request_slos(slos: dict[str, float]) -> Slos | None:
+    """The per-request bounds vLLM's goodput counts against (ttft/tpot/e2el), taken from the p99 SLOs."""
+    bounds = {f"{name}_ms": slos[f"{name}_p99_ms"] for name in ("ttft", "tpot", "e2el") if f"{name}_p99_ms" in slos}
+    return Slos(**bounds) if bounds else None
+
+
+def wall_clock_slos(slos: dict[str, float], scale: float) -> dict[str, float]:
+    """Latency bounds as wall-clock bounds against a server that runs `scale` simulated seconds per second
+    (sim-serve's --time-scale); the error rate and the memory headroom do not scale."""
+    return {k: v / scale if is_latency_slo(k) else v for k, v in slos.items()}

@@ -14,13 +14,13 @@ Latency figures use completed requests only; failures are counted by class besid
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from servetune.load.record import RequestRecord
-from servetune.metrics.slo import Slos
+from servetune.metrics.record import RequestRecord
+from servetune.metrics.slo import LATENCY_SLO_KEY, Slos
 from servetune.metrics.validity import Validity, check_validity
 
 
@@ -102,6 +102,19 @@ class Summary(BaseModel):
     peak_concurrency: int
     validity: Validity
 
+    def slo_failures(self, slos: Mapping[str, float]) -> list[str]:
+        """Which of an experiment's run-level SLOs this run misses (latency percentiles, error rate)."""
+        out = []
+        for key, bound in slos.items():
+            if m := LATENCY_SLO_KEY.match(key):
+                stat: Stat = getattr(self, f"{m.group(1)}_ms")
+                value = stat.p(float(m.group(2)))
+                if value is not None and value > bound:
+                    out.append(f"{key} {value:.1f} > {bound:g}")
+            elif key == "error_rate" and self.error_rate > bound:
+                out.append(f"error rate {self.error_rate:.3f} > {bound:g}")
+        return out
+
 
 def summarize(
     records: Sequence[RequestRecord],
@@ -125,7 +138,7 @@ def summarize(
     streamed = [r for r in ok if r.stream and r.chunk_ns]
     ttft = [(r.chunk_ns[0] - r.sent_ns) / 1e6 for r in streamed]
     ttfc = [(r.first_content_ns - r.sent_ns) / 1e6 for r in streamed if r.first_content_ns is not None]
-    tpot = [((r.done_ns - r.chunk_ns[0]) / 1e6) / (r.output_tokens - 1) for r in streamed if r.output_tokens > 1]
+    tpot = [t / 1e6 for r in streamed if (t := r.tpot_ns) is not None]
     gaps = [np.diff(np.asarray(r.chunk_ns, dtype=np.int64)) for r in streamed if len(r.chunk_ns) > 1]
     itl = np.concatenate(gaps) / 1e6 if gaps else np.empty(0)
     e2el = [(r.done_ns - r.sent_ns) / 1e6 for r in ok]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from servetune.load.record import RequestRecord
+from servetune.metrics.record import RequestRecord
 
 LATE_P99_MS = 10.0  # the client dispatched a request later than this against its schedule: it is saturated
 

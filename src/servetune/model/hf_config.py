@@ -108,15 +108,19 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
     return data, file
 
 
-def spec_from_config(
+def load_model_spec(
     path: str | Path,
     *,
-    language_model_only: bool | None,
-    quantization: str | None,
-    group_size: int | None,
-    dtype: str | None,
+    language_model_only: bool | None = None,
+    quantization: str | None = None,
+    group_size: int | None = None,
+    dtype: str | None = None,
 ) -> ModelSpec:
-    """Builds a ModelSpec from a config.json (see `servetune.model.spec.load_model_spec`)."""
+    """Reads a `config.json` (a file, a model directory or a bundled name) into a ModelSpec.
+
+    `language_model_only` and `quantization` override what the config says, the way vLLM's
+    `--language-model-only` and `--quantization` do; `dtype` is vLLM's `--dtype`.
+    """
     raw, file = read_config(path)
     archs = raw.get("architectures") or []
     arch = archs[0] if archs else ""

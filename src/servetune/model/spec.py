@@ -173,23 +173,3 @@ class ModelSpec(BaseModel):
         if self.vision and not self.language_model_only:
             total += p.vision * dense
         return int(total)
-
-
-def load_model_spec(
-    path: str | Path,
-    *,
-    language_model_only: bool | None = None,
-    quantization: str | None = None,
-    group_size: int | None = None,
-    dtype: str | None = None,
-) -> ModelSpec:
-    """Reads a `config.json` (a file or a model directory) into a ModelSpec.
-
-    `language_model_only` and `quantization` override what the config says, the way vLLM's
-    `--language-model-only` and `--quantization` do; `dtype` is vLLM's `--dtype`.
-    """
-    from servetune.model.hf_config import spec_from_config
-
-    return spec_from_config(
-        path, language_model_only=language_model_only, quantization=quantization, group_size=group_size, dtype=dtype
-    )

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GiB, GPUSpec
-from servetune.model.spec import ModelSpec, load_model_spec
+from servetune.model.hf_config import load_model_spec
+from servetune.model.spec import ModelSpec
 from servetune.plan import kvcache, memory, roofline
 from servetune.plan.command import docker_command, serve_command
 from servetune.plan.defaults import batch_defaults

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from servetune.engines.config import EngineConfig
-from servetune.hardware.catalog import GiB, parse_gpu_arg
+from servetune.hardware.catalog import GiB
+from servetune.hardware.gpus import parse_gpu_arg
 from servetune.model.bundled import bundled_model
 from servetune.plan.api import Plan, plan_for
 from servetune.plan.seeds import SEEDS, SeedSystem

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -14,10 +14,33 @@ from servetune.model.spec import ModelSpec
 from servetune.plan.inputs import PlanInputs
 from servetune.plan.rules import valid_tp_sizes
 
-if TYPE_CHECKING:
-    from servetune.plan.api import Plan
 
-Replan = Callable[[EngineConfig, int], "Plan"]
+class Planned(Protocol):
+    """What a fix needs of a plan (`plan.api.Plan` has it; a protocol keeps this module below the api)."""
+
+    @property
+    def feasible(self) -> bool: ...
+
+    @property
+    def max_model_len(self) -> int: ...
+
+    @property
+    def estimated_max_model_len(self) -> int: ...
+
+    @property
+    def gpu_memory_utilization(self) -> float: ...
+
+    @property
+    def max_concurrency(self) -> float: ...
+
+    @property
+    def kv_cache_tokens(self) -> int: ...
+
+    @property
+    def weights_bytes_per_gpu(self) -> int: ...
+
+
+Replan = Callable[[EngineConfig, int], Planned]
 """Plans a changed config on a number of GPUs (without looking for fixes itself)."""
 
 
@@ -43,7 +66,7 @@ def find_fixes(
     num_gpus: int,
     spec: ModelSpec,
     inputs: PlanInputs,
-    plan: Plan,
+    plan: Planned,
     replan: Replan,
 ) -> list[Fix]:
     """Single changes (then pairs) that make the plan fit, each with its resulting capacity."""

@@ -97,7 +97,7 @@ def engine_flags(a: SimServeArgs) -> dict[str, FlagValue]:
 def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None = None) -> SimDeployment:
     """Plans the deployment with the planner and attaches the (calibrated) step-time model."""
     from servetune.hardware.catalog import get_gpu
-    from servetune.model.spec import load_model_spec
+    from servetune.model.hf_config import load_model_spec
     from servetune.plan.api import MTP_METHODS, plan_for
     from servetune.plan.roofline import model_costs
 

@@ -1,4 +1,4 @@
-"""One request's measured timeline: the unit every metric is computed from.
+"""One request's measured timeline: the unit every metric is computed from (live or simulated).
 
 Times are `time.monotonic_ns()` of this process (CLOCK_MONOTONIC, shared by all processes of the machine, so a
 local server's own timestamps are directly comparable). Keeping the raw timeline, not pre-computed latencies,
@@ -7,6 +7,7 @@ lets the metrics be recomputed with any definition and lets a skeptic check them
 
 from __future__ import annotations
 
+import itertools
 from enum import StrEnum
 from typing import Literal
 
@@ -88,6 +89,21 @@ class RequestRecord(BaseModel):
     @property
     def e2el_ns(self) -> int:
         return self.done_ns - self.sent_ns
+
+    @property
+    def tpot_ns(self) -> float | None:
+        """vLLM's time per output token: (e2el − ttft) / (output tokens − 1), for a streamed answer of at
+        least two tokens (None otherwise). The only place this formula is written."""
+        if not self.chunk_ns or self.output_tokens < 2:
+            return None
+        return (self.done_ns - self.chunk_ns[0]) / (self.output_tokens - 1)
+
+    @property
+    def max_itl_ns(self) -> int | None:
+        """The longest gap between two streamed chunks (None with fewer than two chunks)."""
+        if len(self.chunk_ns) < 2:
+            return None
+        return max(b - a for a, b in itertools.pairwise(self.chunk_ns))
 
     @property
     def lateness_ns(self) -> int:

@@ -1,0 +1,155 @@
+"""`Backend`: what a probe sends load to — a live OpenAI-compatible server, or the simulator in process.
+
+Both answer `run(workload, shape)` with the same `LoadResult` (every `RequestRecord` and the `Summary` of the
+measured ones, vLLM's definitions), `scrape()` with the same `MetricsSnapshot`, and `models()` with the same
+`Models`; so a probe is written once and the tuner's estimates run the very probe the suite runs
+(`servetune.sim.backend.SimBackend` is the simulated one).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from servetune.control.client import ControlClient, ControlError, ControlTimeouts, Models
+from servetune.load.runner import LoadResult, run_load
+from servetune.load.shape import LoadShape
+from servetune.load.workload import Workload
+from servetune.metrics.prometheus import MetricsSnapshot, scrape
+from servetune.metrics.slo import Slos
+
+
+class ClientSpec(BaseModel):
+    """How requests reach a live server (the same for every variant unless a variant overrides it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    endpoint: Literal["chat", "completions"] = "chat"
+    stream: bool = True
+    api_key: str | None = None
+    sampling: str | None = Field(default=None, description="Name of a sampling preset used for every request.")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="Fields added to every request body.")
+    tokenizer: str | None = Field(default=None, description="tokenizer.json for exact prompt lengths.")
+    request_timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
+
+
+class Backend(Protocol):
+    """A server to measure, live or simulated."""
+
+    @property
+    def label(self) -> str:
+        """Where the load goes, for messages (`http://127.0.0.1:8000`, `simulated vLLM 0.24.0 on 1x H200`)."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def engine(self) -> str: ...
+
+    @property
+    def max_model_len(self) -> int | None: ...
+
+    @property
+    def time_scale(self) -> float:
+        """Simulated seconds per wall second of the figures `run` returns (sim-serve's --time-scale; 1 for a real
+        engine and for the in-process simulator, whose records are in simulated time already)."""
+
+    @property
+    def gpu_count(self) -> int: ...
+
+    async def run(self, workload: Workload, shape: LoadShape, *, slos: Slos | None = None) -> LoadResult: ...
+
+    async def scrape(self) -> MetricsSnapshot | None:
+        """The engine's counters now (None when it exposes none)."""
+
+    async def models(self) -> Models | None:
+        """What `/v1/models` lists (None when it cannot be read)."""
+
+
+class LiveBackend:
+    """A running OpenAI-compatible server, reached through the load generator and the control-plane client."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        client: ClientSpec | None = None,
+        sampling: dict[str, Any] | None = None,
+        engine: str = "vllm",
+        max_model_len: int | None = None,
+        time_scale: float = 1.0,
+        gpu_count: int = 0,
+        control: ControlTimeouts | None = None,
+    ) -> None:
+        self._control = ControlClient(base_url, api_key=(client or ClientSpec()).api_key, timeouts=control)
+        self.base_url = self._control.base_url
+        self.client = client or ClientSpec()
+        self.sampling = dict(sampling or {})
+        self._model = model
+        self._engine = engine
+        self._max_model_len = max_model_len
+        self._time_scale = time_scale
+        self._gpu_count = gpu_count
+
+    @property
+    def label(self) -> str:
+        return self.base_url
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def engine(self) -> str:
+        return self._engine
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self._max_model_len
+
+    @property
+    def time_scale(self) -> float:
+        return self._time_scale
+
+    @property
+    def gpu_count(self) -> int:
+        return self._gpu_count
+
+    def body(self) -> dict[str, Any]:
+        """Fields added to every request: the sampling preset, then the client's extra body."""
+        return {**self.sampling, **self.client.extra_body}
+
+    async def run(self, workload: Workload, shape: LoadShape, *, slos: Slos | None = None) -> LoadResult:
+        timeouts = shape.timeouts.model_copy(
+            update={
+                "first_token_s": min(shape.timeouts.first_token_s, self.client.request_timeout_s),
+                "request_s": min(shape.timeouts.request_s, self.client.request_timeout_s),
+            }
+        )
+        return await run_load(
+            self.base_url,
+            self._model,
+            workload,
+            shape.model_copy(update={"timeouts": timeouts}),
+            endpoint=self.client.endpoint,
+            stream=self.client.stream,
+            api_key=self.client.api_key,
+            extra_body=self.body(),
+            tokenizer=self.client.tokenizer,
+            slos=slos,
+            control=self._control.timeouts,
+        )
+
+    async def scrape(self) -> MetricsSnapshot | None:
+        try:
+            return await scrape(self._control)
+        except ControlError:
+            return None
+
+    async def models(self) -> Models | None:
+        try:
+            return await self._control.models()
+        except ControlError:
+            return None

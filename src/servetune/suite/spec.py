@@ -1,0 +1,149 @@
+"""A probe, defined once: what it sends (its `run`), its parameters, and every figure it reports with unit,
+direction, time scaling and SLO meaning.
+
+Everything that needs to know about a probe reads its `ProbeSpec`: the suite runs it on a live server, the
+tuner's estimates run the same spec on the simulator, the experiment schema takes its parameters, objectives
+and rankings read its figures' directions, reports their units and labels, and the time-scale conversion
+their scaling. Adding a probe is adding one module to `servetune.suite.probes` that calls `register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from servetune.errors import ServetuneError
+
+if TYPE_CHECKING:
+    from servetune.load.backend import Backend
+    from servetune.suite.result import ProbeResult
+
+Better = Literal["higher", "lower", "none"]
+Scaling = Literal["time", "rate", "none"]
+
+
+class Figure(BaseModel):
+    """One figure a probe reports."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    unit: str
+    """`ms`, `s`, `tok/s`, `req/s`, `%`, `tokens`, `requests`, `x` or "" (a count or a flag)."""
+    better: Better
+    scaling: Scaling = "none"
+    """How the figure converts when measured against a time-scaled simulator: durations × scale (`time`),
+    rates ÷ scale (`rate`), everything else unchanged."""
+    label: str = ""
+    headline: bool = False
+    """Shown in the tables meant for people (the seeds' summary.csv columns)."""
+    slo: str | None = None
+    """The SLO this figure is judged against when the suite has no load curve: a latency metric (`ttft`,
+    `tpot`, `itl`, `e2el`: every percentile key of it) or a run-level key such as `memory_headroom_pct`."""
+
+    def scale_factor(self, scale: float) -> float:
+        """The factor that turns a value measured at `scale` simulated seconds per wall second into simulated
+        (real-GPU) time."""
+        return {"time": scale, "rate": 1 / scale}.get(self.scaling, 1.0)
+
+    @property
+    def title(self) -> str:
+        return (self.label or self.name.replace("_", " ")) + (f" ({self.unit})" if self.unit else "")
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a probe run needs besides its parameters: the backend to load, the experiment's SLOs (already in
+    the backend's wall clock), a seed for its prompts, and what the engine said at startup."""
+
+    backend: Backend
+    slos: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def max_model_len(self) -> int | None:
+        facts = self.facts
+        return self.backend.max_model_len or facts.get("max_model_len") or facts.get("n_ctx_per_slot")
+
+
+ProbeFn = Callable[[ProbeContext, Any], Awaitable["ProbeResult"]]
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """A probe of the suite (see the module docstring)."""
+
+    name: str
+    order: int
+    """Where it runs in the suite: cheap and diagnostic first, the load curve last."""
+    params: type[BaseModel]
+    figures: tuple[Figure, ...]
+    run: ProbeFn
+    summary: str
+    point_figures: tuple[Figure, ...] = ()
+    """The figures of each level of a curve (`ProbeResult.points`)."""
+    objectives: Mapping[str, str] = field(default_factory=dict)
+    """Objective names users may write (`objective: decode_tok_s`) → the figure they mean."""
+    simulable: bool = True
+    """The simulator backend runs it (False: it needs real hardware, e.g. NVML memory readings)."""
+    judges_latency_slos: bool = False
+    """Its `goodput_rps` figure is > 0 exactly when some load level met every latency SLO: when the suite runs
+    such a probe, it alone decides the latency SLOs."""
+
+    def figure(self, name: str) -> Figure | None:
+        return next((f for f in (*self.figures, *self.point_figures) if f.name == name), None)
+
+
+_REGISTRY: dict[str, ProbeSpec] = {}
+
+
+def register(spec: ProbeSpec) -> ProbeSpec:
+    """Adds a probe to the suite (each module of `servetune.suite.probes` registers its own)."""
+    if spec.name in _REGISTRY and _REGISTRY[spec.name] is not spec:
+        raise ValueError(f"probe {spec.name!r} is registered twice")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+@cache
+def _discover() -> None:
+    from servetune.suite import probes as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def all_probes() -> dict[str, ProbeSpec]:
+    """Every probe, in suite order."""
+    _discover()
+    return dict(sorted(_REGISTRY.items(), key=lambda item: (item[1].order, item[0])))
+
+
+def get_probe(name: str) -> ProbeSpec:
+    import difflib
+
+    probes = all_probes()
+    if name not in probes:
+        close = difflib.get_close_matches(name, probes, n=1)
+        raise ServetuneError(
+            f"unknown probe `{name}`", (f"did you mean `{close[0]}`? " if close else "") + f"use {', '.join(probes)}"
+        )
+    return probes[name]
+
+
+def figure_spec(probe: str, figure: str) -> Figure | None:
+    """A figure's spec by probe and name (None for a probe or figure no spec declares)."""
+    spec = all_probes().get(probe)
+    return spec.figure(figure) if spec else None
+
+
+def named_objectives() -> dict[str, tuple[str, str]]:
+    """`objective: NAME` shorthands → (probe, figure), from every probe's `objectives`."""
+    return {name: (spec.name, figure) for spec in all_probes().values() for name, figure in spec.objectives.items()}
