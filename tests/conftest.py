@@ -1,6 +1,6 @@
 """Shared fixtures: the tiny model and real engines serving it (one launch per engine per session).
 
-`tiny_model` builds (or reuses) servetune's tiny random Llama under .servetune-cache/. `llama_server` and
+`tiny_model` builds (or reuses) servetune's tiny random Llama under .servetune-cache/ (SERVETUNE_CACHE). `llama_server` and
 `vllm_server` are `RunningEngine`s (`.base_url`, `.model_name`, `.facts`, `.log_path`) started on first use
 and stopped at the end of the session, where their teardown must leave no process behind. Tests that use
 them are marked `engine` automatically (`pytest -m "not engine"` skips them for a quick local run).
@@ -14,12 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from servetune.engines.config import EngineConfig
-from servetune.engines.launch import RunningEngine, launch
-from servetune.tiny.build import TinyModel, build_tiny_model
-
 REPO = Path(__file__).resolve().parents[1]
-TINY_DIR = REPO / ".servetune-cache" / "tiny-model"
+# The tests share one tiny model with the code under test (`model: tiny`, `--tiny`): servetune's own cache, here
+# inside the checkout.
+os.environ.setdefault("SERVETUNE_CACHE", str(REPO / ".servetune-cache"))
+
+from servetune.engines.config import EngineConfig  # noqa: E402
+from servetune.engines.launch import RunningEngine, launch  # noqa: E402
+from servetune.tiny.build import TinyModel  # noqa: E402
+from servetune.tiny.cache import tiny_model as cached_tiny_model  # noqa: E402
+
 ENGINE_FIXTURES = {"llama_server", "vllm_server"}
 
 LLAMA_FLAGS = {"ctx-size": 8192, "parallel": 4, "metrics": True}
@@ -48,7 +52,7 @@ def _require(module: str) -> None:
 @pytest.fixture(scope="session")
 def tiny_model() -> TinyModel:
     """Paths of the tiny model: `.hf_dir` (vLLM), `.gguf_path` (llama.cpp), `.tokenizer_json`."""
-    return build_tiny_model(TINY_DIR)
+    return cached_tiny_model()
 
 
 @pytest.fixture(scope="session")

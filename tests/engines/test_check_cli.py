@@ -12,8 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from servetune.cli import app
-from servetune.engines.check import run_check
+from servetune.control.client import ControlClient, run_sync
 from servetune.engines.readiness import probe
+
+
+def _probe(url: str):  # noqa: ANN202
+    return run_sync(probe(ControlClient(url)))
 
 
 def test_check_attached_server_passes(llama_server) -> None:
@@ -21,23 +25,31 @@ def test_check_attached_server_passes(llama_server) -> None:
         app, ["check", "--url", llama_server.base_url, "--model", llama_server.model_name, "--long-context", "1000"]
     )
     assert result.exit_code == 0, result.output
-    assert "PASS" in result.output and "long context (1000 tokens)" in result.output
+    assert "PASS" in result.output and "long context" in result.output and "1000 prompt tokens" in result.output
 
 
-def test_check_fails_for_wrong_model_and_too_long_context(llama_server) -> None:
-    report = run_check(llama_server.base_url, "other-model", long_context_tokens=None)
-    assert not report.ok and "not served" in report.steps[0].detail
-    report = run_check(llama_server.base_url, llama_server.model_name, long_context_tokens=5000)
-    assert not report.ok and "exceed max_model_len=2048" in report.steps[-1].detail
+def test_check_fails_for_wrong_model_and_fits_a_too_long_context(llama_server) -> None:
     result = CliRunner().invoke(app, ["check", "--url", llama_server.base_url, "--model", "other-model"])
-    assert result.exit_code == 1 and "FAIL" in result.output
+    assert result.exit_code == 1 and "FAIL" in result.output and "not served" in result.output
     result = CliRunner().invoke(app, ["check", "--url", llama_server.base_url, "--model", "other-model", "--json"])
-    assert result.exit_code == 1 and '"ok": false' in result.output.replace('"ok":false', '"ok": false')
+    assert result.exit_code == 1 and '"passed": 0.0' in result.output
+    result = CliRunner().invoke(
+        app, ["check", "--url", llama_server.base_url, "--model", llama_server.model_name, "--long-context", "5000"]
+    )
+    assert "do not fit max_model_len=2048" in result.output, result.output
 
 
 def test_check_no_server_is_a_clean_failure() -> None:
-    report = run_check("http://127.0.0.1:9", "m", long_context_tokens=None)
-    assert not report.ok and all(not s.ok for s in report.steps)
+    result = CliRunner().invoke(app, ["check", "--url", "http://127.0.0.1:9", "--model", "m", "--timeout", "5"])
+    assert result.exit_code == 1 and "FAIL" in result.output, result.output
+
+
+def test_check_url_as_launch_prints_it(llama_server) -> None:
+    # `launch` prints http://host:port/v1: exactly what a user pastes into check and bench.
+    result = CliRunner().invoke(
+        app, ["check", "--url", llama_server.base_url + "/v1/", "--model", llama_server.model_name]
+    )
+    assert result.exit_code == 0, result.output
 
 
 @pytest.mark.engine
@@ -90,12 +102,17 @@ def test_launch_serves_until_interrupted(tiny_model, tmp_path: Path) -> None:
         if line.startswith("ready in"):
             url = line.split(": ", 1)[1].split("/v1")[0]
             break
-    assert url, "launch did not report ready"
-    assert probe(url, "servetune-tiny").ready_for("servetune-tiny")
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    assert "processes left: none" in out
-    deadline = time.monotonic() + 5
-    while probe(url).health_status is not None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert probe(url).health_status is None
+    try:
+        assert url, "launch did not report ready"
+        assert _probe(url).ready_for("servetune-tiny")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert "processes left: none" in out, out
+        deadline = time.monotonic() + 5
+        while _probe(url).health_status is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _probe(url).health_status is None
+    finally:  # a failed assertion must not leave `launch` and its engine running
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)

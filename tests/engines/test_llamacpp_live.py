@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servetune.engines.check import run_check
+import asyncio
+
+from servetune.suite.check import check_server, passed
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.launch import attach, launch
@@ -55,11 +57,10 @@ def test_fixture_server_is_ready_with_facts(llama_server) -> None:
 
 
 def test_check_passes(llama_server) -> None:
-    report = run_check(llama_server.base_url, llama_server.model_name, long_context_tokens=1800)
-    assert report.ok, report
-    assert report.max_model_len == 2048
-    long = report.steps[-1]
-    assert long.name.startswith("long context") and "prompt tokens" in long.detail
+    report = asyncio.run(check_server(llama_server.base_url, llama_server.model_name, long_context_tokens=1800))
+    assert passed(report), report.notes
+    assert report.figures["max_model_len"] == 2048
+    assert report.notes[-1].startswith("PASS long context") and "prompt tokens" in report.notes[-1]
 
 
 def test_output_is_valid_text_without_specials(llama_server) -> None:

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from servetune.engines.check import run_check
+import asyncio
+
+from servetune.suite.check import check_server, passed
 from servetune.engines.config import EngineConfig
 from servetune.engines.launch import launch
 
@@ -24,6 +26,6 @@ def test_sim_serve_launches_checks_and_stops(tiny_model, tmp_path: Path) -> None
         facts = engine.facts
         assert facts.engine == "sim" and facts.max_model_len == 4096
         assert facts.kv_cache_tokens and facts.available_kv_gib  # the simulator's vLLM-shaped capacity lines
-        report = run_check(engine.base_url, engine.model_name, long_context_tokens=1000)
-        assert report.ok, report
+        report = asyncio.run(check_server(engine.base_url, engine.model_name, long_context_tokens=1000))
+        assert passed(report), report.notes
     assert engine.teardown is not None and engine.teardown.clean

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from servetune.engines.check import run_check
+import asyncio
+
+from servetune.suite.check import check_server, passed
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.launch import launch
@@ -45,10 +47,10 @@ def test_engine_is_a_process_group_of_several(vllm_server) -> None:
 
 
 def test_check_passes(vllm_server) -> None:
-    report = run_check(vllm_server.base_url, vllm_server.model_name, long_context_tokens=3000)
-    assert report.ok, report
-    assert report.max_model_len == 4096
-    assert "prompt tokens" in report.steps[-1].detail
+    report = asyncio.run(check_server(vllm_server.base_url, vllm_server.model_name, long_context_tokens=3000))
+    assert passed(report), report.notes
+    assert report.figures["max_model_len"] == 4096
+    assert "prompt tokens" in report.notes[-1]
 
 
 def _fails(cfg: EngineConfig, tmp_path: Path) -> EngineLaunchError:

@@ -10,11 +10,10 @@ from pathlib import Path
 from servetune.engines.config import EngineConfig
 from servetune.hardware.catalog import GiB, get_gpu
 from servetune.plan.api import plan_for
+from servetune.engines.vllm import parse_vllm_log
 from servetune.plan.calibrate import (
-    available_bytes,
     check_overhead,
     fit_overhead,
-    read_startup_log,
 )
 from servetune.plan.memory import OverheadModel
 
@@ -32,11 +31,12 @@ TP2_LOG = """
 """
 
 
-def test_read_startup_log_takes_the_smallest_rank() -> None:
-    f = read_startup_log(TP2_LOG)
+def test_the_one_log_parser_takes_the_smallest_rank() -> None:
+    f = parse_vllm_log(TP2_LOG)
     assert f.available_kv_gib == 44.02 and f.weights_gib == 25.2 and f.block_size == 784
-    assert f.kv_cache_tokens == 1_384_960 and f.max_concurrency == 10.57 and f.concurrency_tokens == 131072
-    assert len(f.log_lines) == 2
+    assert f.kv_cache_tokens == 1_384_960 and f.max_concurrency == 10.57
+    assert f.max_concurrency_tokens_per_request == 131072
+    assert f.capacity_lines is not None and len(f.capacity_lines) == 2
     assert round(f.cudagraph_estimate_bytes(int(79.15 * GiB)) / GiB, 3) == round(0.006 * 79.15, 3)  # type: ignore[operator]
 
 
@@ -44,7 +44,7 @@ def test_check_and_fit_move_the_model_onto_the_log() -> None:
     cfg = EngineConfig(model="qwen3.6-27b", flags={"max-model-len": "128K", "language-model-only": True})
     gpu = get_gpu("A100-80G-SXM")
     plan = plan_for(cfg, gpu, 2, vllm_version="0.24.0", with_fixes=False)
-    figures = read_startup_log(TP2_LOG)
+    figures = parse_vllm_log(TP2_LOG)
     check = check_overhead(
         requested_bytes=plan.requested_bytes,
         weights_bytes=plan.weights_bytes_per_gpu,
@@ -86,21 +86,21 @@ def test_from_log_cli_reproduces_the_published_lines() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["lines_reproduced"] is True
-    assert available_bytes(read_startup_log((LOGS / "lmcache-1739-qwen3-14b.log").read_text())) == round(6.51 * GiB)
+    assert parse_vllm_log((LOGS / "lmcache-1739-qwen3-14b.log").read_text()).available_kv_bytes == round(6.51 * GiB)
 
 
 def test_flags_from_the_non_default_args_line() -> None:
-    from servetune.plan.calibrate import flags_from_log
+    from servetune.plan.calibrate import ledger_flags
 
     line = (
         "(APIServer pid=1) INFO 07-06 22:50:34 [api_utils.py:273] non-default args: {'model_tag': 'm', 'host': '0.0.0.0', "
         "'max_model_len': 131072, 'kv_cache_dtype': 'fp8', 'enable_prefix_caching': True, 'load_format': 'dummy', "
         "'language_model_only': True}"
     )
-    assert flags_from_log(line) == {
+    assert ledger_flags(parse_vllm_log(line)) == {
         "max-model-len": 131072,
         "kv-cache-dtype": "fp8",
         "enable-prefix-caching": True,
         "language-model-only": True,
     }
-    assert flags_from_log("no such line") == {}
+    assert ledger_flags(parse_vllm_log("no such line")) == {}

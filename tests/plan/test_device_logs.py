@@ -15,7 +15,8 @@ import pytest
 from servetune.engines.config import EngineConfig
 from servetune.hardware.catalog import GiB, get_gpu
 from servetune.plan.api import plan_for
-from servetune.plan.calibrate import available_bytes, flags_from_log, read_startup_log
+from servetune.engines.vllm import parse_vllm_log
+from servetune.plan.calibrate import ledger_flags
 
 DEVICE = Path(__file__).parents[2] / "benchmarks" / "device"
 LOGS = sorted((Path(__file__).parent / "logs").glob("h200-*.log"))
@@ -23,10 +24,10 @@ LOGS = sorted((Path(__file__).parent / "logs").glob("h200-*.log"))
 
 def _plans(log: Path):  # type: ignore[no-untyped-def]
     text = log.read_text(errors="replace")
-    figures = read_startup_log(text)
-    cfg = EngineConfig(model="qwen3.6-27b", flags=flags_from_log(text))
+    figures = parse_vllm_log(text)
+    cfg = EngineConfig(model="qwen3.6-27b", flags=ledger_flags(figures))
     version = figures.version or "0.24.0"
-    exact = plan_for(cfg, get_gpu("H200"), vllm_version=version, available_kv_bytes=available_bytes(figures))
+    exact = plan_for(cfg, get_gpu("H200"), vllm_version=version, available_kv_bytes=figures.available_kv_bytes)
     modelled = plan_for(cfg, get_gpu("H200"), vllm_version=version, with_fixes=False)
     return figures, exact, modelled
 
@@ -36,7 +37,7 @@ def test_device_log_reproduced(log: Path) -> None:
     figures, exact, modelled = _plans(log)
     if figures.block_size is not None:
         assert exact.block_size == figures.block_size
-    assert exact.log_lines == figures.log_lines[-len(exact.log_lines) :]
+    assert exact.log_lines == (figures.capacity_lines or [])[-len(exact.log_lines) :]
     assert f"{exact.weights_bytes_per_gpu / GiB:.2f}" == f"{figures.weights_gib:.2f}"
     logged = figures.available_kv_gib
     assert logged is not None

@@ -14,12 +14,16 @@ from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.suite.result import ProbeResult
 from servetune.tune.estimates import ESTIMATE_PROBE, predictor
-from servetune.tune.experiment import Change, ClientSpec, Matrix
+from servetune.load.backend import ClientSpec
+from servetune.metrics.slo import wall_clock_slos
+from servetune.suite.run import to_simulated_time
+from servetune.suite.spec import get_probe
+from servetune.tune.experiment import Change, Matrix
 from servetune.tune.loader import parse_experiment
 from servetune.tune.order import order_by_estimate, prune_by_estimate
 from servetune.tune.result import RunResult
+from servetune.tune.session import time_scale
 from servetune.tune.store import Store
-from servetune.tune.timescale import time_scale, to_simulated_time, wall_clock_slos
 from servetune.tune.variants import Variant, matrix_variants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,31 +96,28 @@ def test_time_scaled_results_are_converted_to_simulated_time() -> None:
     measured = ProbeResult(
         probe="load_curve",
         figures={
-            "ttft_ms": 5.0,
-            "ttft_s": 0.01,
-            "output_tok_s": 2000.0,
             "goodput_rps": 40.0,
-            "hit_rate_pct": 80.0,
+            "max_output_tok_s": 2000.0,
             "saturation_concurrency": 8.0,
-            "passed": 1.0,
-            "tpot_ms": None,
+            "slo_output_tok_s": None,
         },
         points=[{"concurrency": 4.0, "request_rps": 20.0, "ttft_p99_ms": 10.0, "error_rate": 0.0}],
     )
-    out = to_simulated_time(measured, 20.0)
+    curve = get_probe("load_curve")
+    out = to_simulated_time(curve, measured, 20.0)
     assert out.figures == {
-        "ttft_ms": 100.0,
-        "ttft_s": 0.2,
-        "output_tok_s": 100.0,
         "goodput_rps": 2.0,
-        "hit_rate_pct": 80.0,
+        "max_output_tok_s": 100.0,
         "saturation_concurrency": 8.0,
-        "passed": 1.0,
-        "tpot_ms": None,
-    }
+        "slo_output_tok_s": None,
+    }, "rates ÷ 20, counts as they are: by each figure's declared scaling, not by its name"
     assert out.points == [{"concurrency": 4.0, "request_rps": 1.0, "ttft_p99_ms": 200.0, "error_rate": 0.0}]
     assert any("time-scale 20" in note for note in out.notes)
-    assert to_simulated_time(measured, 1.0) is measured
+    assert to_simulated_time(curve, measured, 1.0) is measured
+    prefill = to_simulated_time(
+        get_probe("long_prefill"), ProbeResult(probe="long_prefill", figures={"ttft_s": 0.01}), 20
+    )
+    assert prefill.figures["ttft_s"] == pytest.approx(0.2)
     assert wall_clock_slos({"ttft_p99_ms": 2000.0, "error_rate": 0.0, "memory_headroom_pct": 5.0}, 20.0) == {
         "ttft_p99_ms": 100.0,
         "error_rate": 0.0,
@@ -154,20 +155,22 @@ def test_the_store_keeps_the_time_scale_and_reads_old_folders(tmp_path: Path) ->
 
 
 def test_check_shows_the_estimated_order_and_what_prune_leaves_out() -> None:
-    from servetune.tune.plan_view import variant_plan
+    from servetune.tune.loop import default_feasibility
+    from servetune.tune.plan import plan_experiment
 
     data = yaml.safe_load(_sim_experiment(mode="prune", keep=1))
     changes = data["variants"]["matrix"]["changes"]
     data["variants"]["matrix"]["changes"] = {k: changes[k] for k in ("R2-A2-no-mtp", "R2-A4-mtp4", "R2-B3-seqs-1")}
-    lines = variant_plan(parse_experiment(yaml.safe_dump(data, allow_unicode=True)))
+    exp = parse_experiment(yaml.safe_dump(data, allow_unicode=True))
+    lines = plan_experiment(exp, feasibility=default_feasibility(exp), predictor=predictor(exp)).lines()
     rows = [line.split()[0] for line in lines if line.startswith("  ")]
     assert rows == ["R2-A0", "R2-A4-mtp4", "R2-B3-seqs-1", "R2-A2-no-mtp"], lines
-    assert "2 judged by estimate only" in lines[1]
+    assert "2 judged by estimate only" in lines[2], lines
     assert "estimate only: predicted decode_speed.output_tok_s" in lines[-2] + lines[-3]
 
 
 def test_changing_the_estimate_setting_makes_another_experiment() -> None:
-    from servetune.tune.runner import fingerprint
+    from servetune.tune.loop import fingerprint
 
     exp = parse_experiment(SIM_EXAMPLE.read_text())
     off = exp.model_copy(update={"estimate": type(exp.estimate)()})

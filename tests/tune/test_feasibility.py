@@ -6,7 +6,7 @@ from pathlib import Path
 
 from servetune.model.bundled import bundled_model
 from servetune.tune.loader import load_experiment
-from servetune.tune.runner import default_feasibility
+from servetune.tune.loop import default_feasibility
 from servetune.tune.variants import base_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tune" / "qwen36-27b-2xa100-r2.yaml"

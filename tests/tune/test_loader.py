@@ -106,7 +106,7 @@ def test_published_schema_is_current() -> None:
 
 
 def test_embedded_demo_matches_the_example() -> None:
-    from servetune.tune.demo import example_text
+    from servetune.demo import example_text
 
     assert example_text() == (EXAMPLES / "cpu-tiny.yaml").read_text(), "copy examples/tune/cpu-tiny.yaml to tune/data"
 

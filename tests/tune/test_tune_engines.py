@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from servetune.report.files import write_outcome
 from servetune.tune.loader import parse_experiment
-from servetune.tune.runner import Runner, run_experiment
+from servetune.tune.loop import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.engine
@@ -54,9 +55,13 @@ def _env() -> dict[str, str]:
     return {**os.environ, "SERVETUNE_CACHE": str(REPO / ".servetune-cache"), "PYTHONUNBUFFERED": "1"}
 
 
-def test_sigkill_of_the_engine_fails_that_variant_and_the_next_runs(tmp_path: Path) -> None:
+def test_sigkill_of_the_engine_fails_that_variant_and_the_next_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
     from servetune.engines.launch import launch
-    from servetune.suite.probes import PROBE_FUNCTIONS
+    from servetune.suite import spec as registry
 
     exp = parse_experiment(SMALL)
     engines: list = []
@@ -66,13 +71,15 @@ def test_sigkill_of_the_engine_fails_that_variant_and_the_next_runs(tmp_path: Pa
         engines.append(engine)
         return engine
 
-    async def decode_then_killed(target, params):
-        if target.base_url == engines[-1].base_url and engines[-1].cfg.flags.get("parallel") == 4:
-            os.killpg(engines[-1].pid, signal.SIGKILL)
-        return await PROBE_FUNCTIONS["decode_speed"](target, params)
+    decode = registry.get_probe("decode_speed")
 
-    probes = {**PROBE_FUNCTIONS, "decode_speed": decode_then_killed}
-    outcome = Runner(exp, tmp_path, emit=lambda _: None, launcher=launcher, probes=probes).run()
+    async def decode_then_killed(ctx, params):  # the real probe, with the engine SIGKILLed under it
+        if engines[-1].cfg.flags.get("parallel") == 4:
+            os.killpg(engines[-1].pid, signal.SIGKILL)
+        return await decode.run(ctx, params)
+
+    monkeypatch.setitem(registry._REGISTRY, "decode_speed", replace(decode, run=decode_then_killed))
+    outcome = run_experiment(exp, tmp_path, emit=lambda _: None, launcher=launcher)
     by_name = {r.variant.name: r for r in outcome.records}
     killed = by_name["four-slots"]
     assert killed.status == "failed" and killed.failure is not None
@@ -205,6 +212,7 @@ variants:
 def test_stages_and_search_build_on_the_previous_winner(tmp_path: Path) -> None:
     exp = parse_experiment(STAGES)
     outcome = run_experiment(exp, tmp_path, emit=lambda _: None)
+    write_outcome(exp, outcome)
     stages = {}
     for record in outcome.records:
         stages.setdefault(record.variant.stage, []).append(record)
@@ -227,7 +235,9 @@ def test_a_variant_that_cannot_start_is_recorded_and_the_next_runs(tmp_path: Pat
         SMALL.replace("      one-slot: {parallel: 1}", "      broken: {no-such-flag: 1}")
         + "allow_unknown_flags: true\n"
     )
-    outcome = run_experiment(parse_experiment(text), tmp_path, emit=lambda _: None)
+    exp = parse_experiment(text)
+    outcome = run_experiment(exp, tmp_path, emit=lambda _: None)
+    write_outcome(exp, outcome)
     by_name = {r.variant.name: r for r in outcome.records}
     broken = by_name["broken"]
     assert broken.status == "failed" and broken.failure.klass == "invalid_flag", broken.failure

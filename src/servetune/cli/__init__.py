@@ -1,14 +1,19 @@
-"""The `servetune` command: thin commands over the rooms of the package.
+"""The `servetune` command: thin commands over the rooms of the package, behind one error boundary.
 
-Each sub-module registers its own commands; heavy imports happen inside the command functions so
-that `servetune --help` and `servetune plan` start fast.
+Each sub-module registers its own commands; heavy imports happen inside the command functions so that
+`servetune --help` and `servetune plan` start fast. `main` is the boundary: a problem the user can fix is printed
+as `error:` + `fix:` (exit 2), an environment failure likewise (exit 1), never a traceback unless `--debug`.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+from types import FrameType
 
 import typer
+from typer.exceptions import TyperException
 
 from servetune.cli import bench, demo, engine, plan, sim, tune
 from servetune.errors import ServetuneError
@@ -24,13 +29,57 @@ app = typer.Typer(
 for _module in (plan, engine, bench, tune, sim, demo):
     _module.register(app)
 
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM behaves like Ctrl-C: finished work is kept and the resume hint is printed."""
+    raise KeyboardInterrupt
+
+
+def _say(problem: str, fix: str | None) -> None:
+    typer.secho(f"error: {problem}", fg="red", err=True)
+    if fix:
+        typer.secho(f"  fix: {fix}", err=True)
+
 
 def main() -> None:
-    """Entry point: runs the app and turns user errors into a message without a traceback."""
+    """Entry point: runs the app inside the error boundary (see the module docstring)."""
+    debug = "--debug" in sys.argv[1:] or os.environ.get("SERVETUNE_DEBUG") == "1"
+    if "--debug" in sys.argv[1:]:
+        sys.argv.remove("--debug")
+    # Under `nohup` or `cmd &` a shell starts us with SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: restore it, so Ctrl-C and the tests' SIGINT stop us cleanly wherever we were started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
-        app()
+        code = app(standalone_mode=False)
+    except typer.Exit as done:  # a command's own exit code
+        sys.exit(done.exit_code)
+    except TyperException as err:  # a usage error (unknown option, bad value): typer's own message
+        show = getattr(err, "show", None)
+        if callable(show):
+            show()
+        sys.exit(getattr(err, "exit_code", EXIT_USAGE))
+    except (KeyboardInterrupt, typer.Abort):
+        typer.secho("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except ServetuneError as err:
-        typer.secho(f"error: {err.problem}", fg="red", err=True)
-        if err.fix:
-            typer.secho(f"  fix: {err.fix}", err=True)
-        sys.exit(2)
+        if debug:
+            raise
+        _say(err.problem, err.fix)
+        sys.exit(EXIT_USAGE)
+    except OSError as err:
+        if debug:
+            raise
+        where = f" ({err.filename})" if err.filename else ""
+        _say(f"{err.strerror or err}{where}", "check the path, its permissions and the free disk space")
+        sys.exit(EXIT_FAILED)
+    except Exception as err:  # noqa: BLE001 - the boundary: a bug still ends in a readable message
+        if debug:
+            raise
+        _say(f"servetune failed unexpectedly: {type(err).__name__}: {err}", "run again with --debug and report it")
+        sys.exit(EXIT_FAILED)
+    sys.exit(code if isinstance(code, int) else 0)

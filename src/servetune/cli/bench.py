@@ -44,9 +44,7 @@ def bench(
     stream: bool = typer.Option(True, "--stream/--no-stream"),
     api_key: str | None = typer.Option(None, envvar="OPENAI_API_KEY", help="Bearer token"),
     extra_body: str | None = typer.Option(None, help="JSON merged into every request, e.g. '{\"temperature\":0}'"),
-    tokenizer: str | None = typer.Option(
-        None, help="tokenizer.json path or model dir, 'server' (/tokenize), 'words'"
-    ),
+    tokenizer: str | None = typer.Option(None, help="tokenizer.json path or model dir, 'server' (/tokenize), 'words'"),
     input_tokens: int = typer.Option(256, help="Input tokens per request (exact with a tokenizer)"),
     output_tokens: int = typer.Option(128, help="Output tokens per request"),
     output_std: float = typer.Option(0.0, help="Output length standard deviation (normal distribution) ; 0 = fixed"),

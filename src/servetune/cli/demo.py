@@ -19,10 +19,11 @@ def register(app: typer.Typer) -> None:
 
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o", help="Experiment folder for the tuning part."),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted demo; finished runs are kept."),
+    fresh: bool = typer.Option(False, "--fresh", help="Start over in a new folder instead of resuming."),
     plan_only: bool = typer.Option(False, "--plan-only", help="Only plan the five seed systems (no engines)."),
 ) -> None:
-    """Plan the five seed systems, then tune the embedded CPU experiment end to end on real engines."""
+    """Plan the five seed systems, then tune the embedded CPU experiment end to end on real engines (a second run
+    resumes the first, or starts fresh beside it: it says which)."""
     from servetune.plan.demo import run_demo as plan_seeds
 
     plan_seeds()
@@ -31,15 +32,15 @@ def demo(
     from rich.console import Console
 
     from servetune.cli.tune import print_outcome
-    from servetune.tune.demo import run_demo as tune_demo
+    from servetune.demo import run_demo
 
     console = Console(stderr=True)
     console.rule("servetune tune: the embedded CPU experiment (examples/tune/cpu-tiny.yaml)")
     try:
-        outcome = tune_demo(out, resume=resume, emit=lambda line: console.print(line, markup=False, highlight=False))
-    except KeyboardInterrupt:
-        typer.secho(
-            f"\ninterrupted: finished runs are kept in {out}; continue with `servetune demo --resume`", err=True
+        outcome, files = run_demo(
+            out, fresh=fresh, emit=lambda line: console.print(line, markup=False, highlight=False)
         )
+    except KeyboardInterrupt:
+        typer.secho(f"\ninterrupted: finished runs are kept in {out}; `servetune demo` again resumes them", err=True)
         raise typer.Exit(130) from None
-    print_outcome(outcome)
+    print_outcome(outcome, files)

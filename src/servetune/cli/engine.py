@@ -14,7 +14,6 @@ import typer
 from servetune.errors import ServetuneError
 
 PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
-DEFAULT_TINY_DIR = Path(".servetune-cache/tiny-model")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
@@ -43,9 +42,9 @@ def _config(engine: str, model: str | None, served: str | None, tiny: bool, extr
     from servetune.engines.config import EngineConfig
 
     if tiny:
-        from servetune.tiny.build import build_tiny_model
+        from servetune.tiny.cache import tiny_model
 
-        built = build_tiny_model(DEFAULT_TINY_DIR)
+        built = tiny_model()
         model = str(built.gguf_path if engine == "llamacpp" else built.hf_dir)
         served = served or built.served_name
     if not model:
@@ -76,18 +75,34 @@ def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):
     )
 
 
-def _print_report(report) -> None:
+def _print_check(result, base_url: str, model: str) -> None:  # noqa: ANN001 - a ProbeResult
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"servetune check: {report.model} at {report.base_url}")
-    for col in ("step", "result", "seconds", "detail"):
-        table.add_column(col, justify="right" if col == "seconds" else "left")
-    for s in report.steps:
-        table.add_row(s.name, "[green]PASS[/]" if s.ok else "[red]FAIL[/]", f"{s.seconds:.3f}", s.detail)
+    table = Table(title=f"servetune check: {model} at {base_url}")
+    for col in ("step", "result", "detail"):
+        table.add_column(col)
+    for note in result.notes:
+        verdict, _, rest = note.partition(" ")
+        step, _, detail = rest.partition(": ")
+        colour = {"PASS": "green", "FAIL": "red"}.get(verdict, "yellow")
+        table.add_row(step, f"[{colour}]{verdict}[/]", detail)
     console = Console()
     console.print(table)
-    console.print("[bold green]PASS[/]" if report.ok else "[bold red]FAIL[/]")
+    passed = result.figures.get("passed") == 1.0
+    console.print("[bold green]PASS[/]" if passed else "[bold red]FAIL[/]")
+
+
+def _acceptance(base_url: str, model: str, long_context: int | None, api_key: str | None, timeout: float):  # noqa: ANN202
+    import asyncio
+
+    from servetune.control.client import normalize_base_url
+    from servetune.suite.check import check_server
+
+    result = asyncio.run(
+        check_server(base_url, model, long_context_tokens=long_context, api_key=api_key, timeout_s=timeout)
+    )
+    return result, normalize_base_url(base_url)
 
 
 def register(app: typer.Typer) -> None:
@@ -118,10 +133,10 @@ def register(app: typer.Typer) -> None:
 
         cfg = _config(engine, model, served_model_name, tiny, list(ctx.args))
         engine_ = _launch(cfg, log_dir, startup_timeout, port, host)
-        typer.echo(f"ready in {engine_.startup_s:.1f} s: {engine_.base_url}/v1 serves {engine_.model_name!r}")
-        typer.echo(engine_.facts.model_dump_json(exclude_none=True, indent=2))
-        typer.echo("Ctrl-C to stop")
-        try:
+        try:  # from the moment it is ready: a Ctrl-C at any point after this still stops it and reports
+            typer.echo(f"ready in {engine_.startup_s:.1f} s: {engine_.base_url}/v1 serves {engine_.model_name!r}")
+            typer.echo(engine_.facts.model_dump_json(exclude_none=True, indent=2))
+            typer.echo("Ctrl-C to stop")
             while engine_.alive():
                 time.sleep(0.5)
             death = engine_.classify_death()
@@ -145,25 +160,29 @@ def register(app: typer.Typer) -> None:
         tiny: bool = typer.Option(False, "--tiny", help="Launch servetune's tiny random model."),
         long_context: int = typer.Option(None, "--long-context", help="Prompt tokens of the long request."),
         api_key: str = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY"),
+        timeout: float = typer.Option(120.0, "--timeout", help="Seconds any one request may take."),
         startup_timeout: float = typer.Option(600.0, "--startup-timeout"),
         log_dir: Path = typer.Option(Path("runs/logs"), "--log-dir"),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON instead of a table."),
+        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON instead of a table."),
     ) -> None:
-        """Acceptance test: the model is served (with max_model_len), a short chat answers, a long prompt
-        completes. Launches the engine first unless --url is given; exit code 1 when a step fails."""
-        from servetune.engines.check import run_check
-
+        """Acceptance test (the suite's acceptance probe): the model is served (with max_model_len), a short chat
+        answers, a long prompt completes. Launches the engine first unless --url is given; exit code 1 when a step
+        fails."""
         if url:
             if not model:
                 raise ServetuneError("--url needs --model (the served model name)", "add --model NAME")
-            report = run_check(url, model, long_context_tokens=long_context, api_key=api_key)
+            result, base_url = _acceptance(url, model, long_context, api_key, timeout)
+            name = model
         else:
             cfg = _config(engine, model, served_model_name, tiny, list(ctx.args))
             with _launch(cfg, log_dir, startup_timeout, None, "127.0.0.1") as running:
-                report = run_check(running.base_url, running.model_name, long_context_tokens=long_context)
+                result, base_url = _acceptance(running.base_url, running.model_name, long_context, None, timeout)
+                name = running.model_name
         if as_json:
-            typer.echo(report.model_dump_json(indent=2))
+            typer.echo(result.model_dump_json(indent=2))
         else:
-            _print_report(report)
-        if not report.ok:
+            _print_check(result, base_url, name)
+        from servetune.suite.check import passed
+
+        if not passed(result):
             raise typer.Exit(1)

@@ -96,16 +96,10 @@ def register(app: typer.Typer) -> None:
 
 def _against_log(cfg: Any, gpu: Any, count: int, version: str | None, path: str, as_json: bool) -> None:
     """Plans with the log's available KV memory (exact part) and without it (overhead model), and compares."""
-    import json
     from pathlib import Path
 
-    from servetune.plan.api import plan_for
-    from servetune.plan.calibrate import (
-        available_bytes,
-        check_overhead,
-        flags_from_log,
-        read_startup_log,
-    )
+    from servetune.engines.vllm import parse_vllm_log
+    from servetune.plan.calibrate import compare_with_log
 
     try:
         text = Path(path).read_text(errors="replace")
@@ -113,45 +107,17 @@ def _against_log(cfg: Any, gpu: Any, count: int, version: str | None, path: str,
         raise ServetuneError(
             f"cannot read --from-log {path}: {err.strerror}", "pass the path of a vLLM startup log"
         ) from err
-    figures = read_startup_log(text)
-    cfg = cfg.model_copy(update={"flags": {**flags_from_log(text), **cfg.flags}})  # flags given here win
-    if figures.available_kv_gib is None:
-        raise ServetuneError(
-            f"{path} has no 'Available KV cache memory' line", "pass the log of a vLLM start that got that far"
-        )
-    version = version or figures.version
-    exact = plan_for(cfg, gpu, count, vllm_version=version, available_kv_bytes=available_bytes(figures))
-    modelled = plan_for(cfg, gpu, count, vllm_version=version, with_fixes=False)
-    check = check_overhead(
-        requested_bytes=modelled.requested_bytes,
-        weights_bytes=modelled.weights_bytes_per_gpu,
-        overhead=modelled.overhead,
-        available_model_bytes=modelled.available_kv_bytes,
-        uncertainty_bytes=modelled.available_kv_high_bytes - modelled.available_kv_bytes,
-        figures=figures,
-        total_bytes=gpu.memory_bytes,
-    )
-    match = bool(figures.log_lines) and exact.log_lines == figures.log_lines[-len(exact.log_lines) :]
+    result = compare_with_log(cfg, gpu, count, version, parse_vllm_log(text))
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "lines_reproduced": match,
-                    "logged": figures.model_dump(),
-                    "check": check.model_dump(),
-                    "plan": exact.model_dump(mode="json"),
-                },
-                indent=2,
-            )
-        )
+        typer.echo(result.model_dump_json(indent=2))
         return
     from rich.console import Console
 
     from servetune.plan.render import render, render_check
 
     console = Console(width=130)
-    render(exact, console)
-    render_check(check, figures, exact, match, console)
+    render(result.plan, console)
+    render_check(result.check, result.logged, result.plan, result.lines_reproduced, console)
 
 
 def _emit(plan: Any, as_json: bool) -> None:

@@ -1,7 +1,8 @@
-"""`servetune tune EXPERIMENT.yaml` and `servetune report DIR` (see servetune/cli/__init__.py)."""
+"""`servetune tune EXPERIMENT.yaml`, `servetune report DIR` and `servetune experiment-schema`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -16,8 +17,6 @@ def register(app: typer.Typer) -> None:
 
 def experiment_schema() -> None:
     """Print the experiment file's JSON schema (published as docs/experiment.schema.json)."""
-    import json
-
     from servetune.tune.experiment import Experiment
 
     typer.echo(json.dumps(Experiment.model_json_schema(), indent=1))
@@ -27,7 +26,8 @@ def tune(
     experiment: Path = typer.Argument(..., help="Experiment file (YAML); see docs/experiment.md."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Experiment folder (default: runs/<name>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run; finished runs are kept."),
-    check: bool = typer.Option(False, "--check", help="Only validate the file and list the variants."),
+    check: bool = typer.Option(False, "--check", help="Only validate the file and print the plan (nothing launches)."),
+    as_json: bool = typer.Option(False, "--json", help="With --check: print the plan as JSON."),
 ) -> None:
     """Run a tuning experiment: launch each variant, run the suite, rank by the SLOs, write the report."""
     from servetune.tune.loader import load_experiment
@@ -35,11 +35,21 @@ def tune(
     exp = load_experiment(experiment)
     folder = out or Path("runs") / exp.name
     if check:
-        _print_plan(exp)
+        from servetune.tune.estimates import predictor
+        from servetune.tune.loop import default_feasibility
+        from servetune.tune.plan import plan_experiment
+
+        plan = plan_experiment(
+            exp,
+            feasibility=default_feasibility(exp),
+            predictor=predictor(exp) if exp.estimate.mode != "off" else None,
+        )
+        typer.echo(json.dumps(plan.to_json(), indent=2) if as_json else "\n".join(plan.lines()))
         return
     from rich.console import Console
 
-    from servetune.tune.runner import run_experiment
+    from servetune.report.files import write_outcome
+    from servetune.tune.loop import run_experiment
 
     console = Console(stderr=True)
     try:
@@ -53,41 +63,22 @@ def tune(
             err=True,
         )
         raise typer.Exit(130) from None
-    print_outcome(outcome)
+    print_outcome(outcome, write_outcome(exp, outcome))
 
 
 def report(folder: Path = typer.Argument(..., help="An experiment folder written by `servetune tune`.")) -> None:
     """Rewrite the reports (CSV, JSON, markdown, HTML) of an experiment folder from its store."""
-    from servetune.tune.reports import rewrite_reports
+    from servetune.report.rewrite import rewrite_reports
 
-    paths = rewrite_reports(folder)
-    for kind, path in paths.items():
+    for kind, path in rewrite_reports(folder).items():
         typer.echo(f"{kind:15s} {path}")
 
 
-def _print_plan(exp: object) -> None:
-    from servetune.tune.plan_view import variant_plan
-
-    for line in variant_plan(exp):  # type: ignore[arg-type]
-        typer.echo(line)
-
-
-def print_outcome(outcome: object) -> None:
-    from servetune.tune.runner import Outcome
+def print_outcome(outcome: object, files: dict[str, Path]) -> None:
+    """The ranking with a header and units, the reason once, the recommendation and where the files are."""
+    from servetune.report.terminal import outcome_lines
+    from servetune.tune.loop import Outcome
 
     assert isinstance(outcome, Outcome)
-    ranking = outcome.ranking
-    typer.echo("")
-    for entry in ranking.entries:
-        est = entry.objective
-        value = f"{est.mean:.4g}" if est else "-"
-        status = entry.record.status if entry.eligible or entry.record.status != "done" else "misses SLOs"
-        mark = " ★" if ranking.winner is entry else ""
-        typer.echo(f"{entry.rank or '-':>3} {entry.record.variant.name:30s} {value:>10s}  {status}{mark}")
-    typer.echo("")
-    typer.echo(ranking.reason)
-    rec_path = outcome.files.get("recommendation")
-    if rec_path is not None and rec_path.exists():
-        typer.echo(rec_path.read_text())
-    for kind, path in outcome.files.items():
-        typer.echo(f"{kind:15s} {path}")
+    for line in outcome_lines(outcome.ranking, files):
+        typer.echo(line)

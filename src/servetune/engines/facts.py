@@ -14,6 +14,17 @@ from pydantic import BaseModel, ConfigDict
 class EngineFacts(BaseModel):
     """Startup facts of one launch (vLLM-shaped; llama.cpp fills its own fields)."""
 
+    def cudagraph_estimate_bytes(self, total_bytes: int) -> int | None:
+        """The CUDA-graph estimate vLLM subtracted (from its utilization equivalence line; ±0.00005 × total)."""
+        if self.util_with_graphs is None or self.util_without_graphs is None:
+            return None
+        return round((self.util_with_graphs - self.util_without_graphs) * total_bytes)
+
+    @property
+    def available_kv_bytes(self) -> int | None:
+        """The logged available KV memory in bytes (vLLM prints GiB with two decimals; the midpoint is used)."""
+        return None if self.available_kv_gib is None else round(self.available_kv_gib * 1024**3)
+
     model_config = ConfigDict(frozen=True)
 
     engine: str
@@ -36,6 +47,12 @@ class EngineFacts(BaseModel):
     compile_s: float | None = None
     init_engine_s: float | None = None
     auto_fit_max_model_len: int | None = None
+    util_with_graphs: float | None = None
+    """From "The current --gpu-memory-utilization=U is equivalent to --gpu-memory-utilization=E": U ..."""
+    util_without_graphs: float | None = None
+    """... and E (their difference × the GPU's memory is the CUDA-graph estimate vLLM subtracted)."""
+    capacity_lines: list[str] | None = None
+    """vLLM's own "GPU KV cache size" / "Maximum concurrency" lines, verbatim (the planner reproduces them)."""
     # llama.cpp
     n_ctx: int | None = None
     n_ctx_per_slot: int | None = None

@@ -45,6 +45,9 @@ _R = {
         "compile": r"torch\.compile takes? ([\d.]+) s in total",
         "init_engine": r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s",
         "auto_fit": r"Auto-fit max_model_len: reduced from (\d+) to (\d+)",
+        "equivalent": r"current --gpu-memory-utilization=([\d.]+) is equivalent to --gpu-memory-utilization=([\d.]+)",
+        "capacity_line": r"(?:GPU|CPU|XPU|TPU) KV cache size: [\d,]+ tokens(?:, Maximum concurrency[^\n]*x)?",
+        "concurrency_line": r"Maximum concurrency for [\d,]+ tokens per request: [\d.]+x",
     }.items()
 }
 
@@ -231,9 +234,13 @@ def parse_vllm_log(text: str) -> EngineFacts:
     graph = _R["graph_done"].findall(text)
     auto_fit = _R["auto_fit"].findall(text)
     model_loading = _R["model_loading"].findall(text)
-    kv_gib = last_float(_R["available_kv"], text)
-    if kv_gib is None:
-        kv_gib = last_float(_R["explicit_kv"], text)
+    # With tensor parallelism every rank prints its own figures: vLLM keeps the smallest KV pool of all ranks, and
+    # the largest weights share bounds what one GPU holds.
+    available = [float(x) for x in _R["available_kv"].findall(text)]
+    kv_gib = min(available) if available else last_float(_R["explicit_kv"], text)
+    equivalent = _R["equivalent"].findall(text)
+    lines = [m.group(0) for m in _R["capacity_line"].finditer(text)]
+    lines += [m.group(0) for m in _R["concurrency_line"].finditer(text) if not any(m.group(0) in x for x in lines)]
     return EngineFacts(
         engine="vllm",
         version=version,
@@ -243,7 +250,7 @@ def parse_vllm_log(text: str) -> EngineFacts:
         # (MTP), so only its first occurrence is the target's.
         max_model_len=last_int(_R["max_seq_len"], text) or first_int(_R["max_model_len"], text),
         max_num_batched_tokens=last_int(_R["chunked"], text),
-        weights_gib=float(model_loading[-1][0]) if model_loading else None,
+        weights_gib=max(float(m[0]) for m in model_loading) if model_loading else None,
         weights_load_s=float(model_loading[-1][1]) if model_loading else last_float(_R["loading_weights"], text),
         attention_backend=backend[-1] if backend else None,
         block_size=last_int(_R["block_size"], text) or last_int(_R["block_size_cfg"], text),
@@ -257,4 +264,7 @@ def parse_vllm_log(text: str) -> EngineFacts:
         compile_s=last_float(_R["compile"], text),
         init_engine_s=last_float(_R["init_engine"], text),
         auto_fit_max_model_len=int(auto_fit[-1][1]) if auto_fit else None,
+        util_with_graphs=float(equivalent[-1][0]) if equivalent else None,
+        util_without_graphs=float(equivalent[-1][1]) if equivalent else None,
+        capacity_lines=lines or None,
     )

@@ -151,6 +151,7 @@ CATALOG: tuple[GPUSpec, ...] = (
         9.0,
         "nvlink",
         450,
+        "h100",
         "h100-80g",
         "h100-sxm5",
         "h100-80gb-hbm3",
@@ -191,11 +192,11 @@ AMBIGUOUS: dict[str, tuple[str, ...]] = {
     "a100": ("A100-40G-PCIe", "A100-40G-SXM", "A100-80G-PCIe", "A100-80G-SXM"),
     "a100-sxm": ("A100-40G-SXM", "A100-80G-SXM"),
     "a100-pcie": ("A100-40G-PCIe", "A100-80G-PCIe"),
-    "h100": ("H100-PCIe", "H100-SXM", "H100-NVL"),
     "v100": ("V100-16G", "V100-32G", "V100-32G-PCIe"),
 }
 """Family names that stand for GPUs of different memory: guessing one would change the whole ledger, so they
-are an error that lists the choices (`--gpu A100x2` once became an 80 GB SXM without a word)."""
+are an error that lists the choices (`--gpu A100x2` once became an 80 GB SXM without a word). `H100` stays the
+SXM5 80 GB part, as NVIDIA itself names it."""
 
 
 def _norm(name: str) -> str:

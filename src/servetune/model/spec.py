@@ -7,7 +7,6 @@ per GPU: sharding is the plan room's business.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

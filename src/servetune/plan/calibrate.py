@@ -1,33 +1,26 @@
 """Checking the planner against a real vLLM startup log, and refitting the overhead model from it.
 
-From the log: "Model loading took W GiB" (weights per GPU), "Available KV cache memory: A GiB" (per rank:
-vLLM keeps the smallest pool, so the minimum counts), the capacity lines, the block size, and the CUDA-graph
-estimate implied by "The current --gpu-memory-utilization=U is equivalent to --gpu-memory-utilization=E".
+From the log, as the vLLM adapter's one log parser (`engines.vllm.parse_vllm_log`) reads it: "Model loading took W
+GiB" (weights per GPU), "Available KV cache memory: A GiB" (per rank: vLLM keeps the smallest pool, so the minimum
+counts), the capacity lines, the block size, and the CUDA-graph estimate implied by "The current
+--gpu-memory-utilization=U is equivalent to --gpu-memory-utilization=E".
 Given A, the rest of the ledger is exact; the difference between the modelled and the logged A is the error
 of the overhead model, which `fit_overhead` folds back into its coefficients.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.hardware.catalog import GiB
+from servetune.engines.config import EngineConfig
+from servetune.engines.facts import EngineFacts
+from servetune.errors import ServetuneError
+from servetune.hardware.catalog import GiB, GPUSpec
+from servetune.plan.api import Plan, plan_for
 from servetune.plan.memory import Overhead, OverheadModel
 
-_AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
-_WEIGHTS = re.compile(r"Model loading took ([\d.]+) GiB")
-_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-_BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")
-_EQUIV = re.compile(r"current --gpu-memory-utilization=([\d.]+) is equivalent to --gpu-memory-utilization=([\d.]+)")
-_VERSION = re.compile(r"(?:vLLM API server version|version) v?(\d+\.\d+\.\d+)")
-
-
-_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})")
 _NOT_LEDGER = frozenset(
     {
         "model",
@@ -45,79 +38,12 @@ _NOT_LEDGER = frozenset(
 )
 
 
-def flags_from_log(text: str) -> dict[str, Any]:
-    """The `vllm serve` flags a log's "non-default args: {...}" line records, by vLLM's dashed names
-    (serving-only flags such as host, port and load format left out)."""
-    found = _NON_DEFAULT.findall(text)
-    if not found:
-        return {}
-    try:
-        args = ast.literal_eval(found[-1])
-    except (ValueError, SyntaxError):
-        return {}
-    if not isinstance(args, dict):
-        return {}
+def ledger_flags(facts: EngineFacts) -> dict[str, Any]:
+    """The `vllm serve` flags a log's "non-default args: {...}" line records, by vLLM's dashed names (serving-only
+    flags such as host, port and load format left out)."""
+    args = facts.non_default_args or {}
     flags = {str(k).replace("_", "-"): v for k, v in args.items()}
     return {k: v for k, v in flags.items() if k not in _NOT_LEDGER}
-
-
-class LogFigures(BaseModel):
-    """The capacity-relevant figures of one vLLM startup log (None when the log does not say)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    version: str | None = None
-    weights_gib: float | None = None
-    available_kv_gib: float | None = None
-    kv_cache_tokens: int | None = None
-    max_concurrency: float | None = None
-    concurrency_tokens: int | None = None
-    block_size: int | None = None
-    util_with_graphs: float | None = None
-    util_without_graphs: float | None = None
-    log_lines: list[str] = []
-
-    def cudagraph_estimate_bytes(self, total_bytes: int) -> int | None:
-        """The CUDA-graph estimate vLLM subtracted (from its utilization equivalence line; +-0.00005 x total)."""
-        if self.util_with_graphs is None or self.util_without_graphs is None:
-            return None
-        return round((self.util_with_graphs - self.util_without_graphs) * total_bytes)
-
-
-def read_startup_log(text: str) -> LogFigures:
-    """Extracts the figures; with tensor parallelism the smallest available KV memory of all ranks counts."""
-    available = [float(x) for x in _AVAILABLE.findall(text)]
-    weights = [float(x) for x in _WEIGHTS.findall(text)]
-    tokens = _TOKENS.findall(text)
-    conc = _CONC.findall(text)
-    block = _BLOCK.findall(text)
-    equiv = _EQUIV.findall(text)
-    version = _VERSION.findall(text)
-    lines = [
-        m.group(0) for m in re.finditer(r"GPU KV cache size: [\d,]+ tokens(?:, Maximum concurrency[^\n]*x)?", text)
-    ]
-    lines += [
-        m.group(0)
-        for m in re.finditer(r"Maximum concurrency for [\d,]+ tokens per request: [\d.]+x", text)
-        if not any(m.group(0) in line for line in lines)
-    ]
-    return LogFigures(
-        version=version[-1] if version else None,
-        weights_gib=max(weights) if weights else None,
-        available_kv_gib=min(available) if available else None,
-        kv_cache_tokens=int(tokens[-1].replace(",", "")) if tokens else None,
-        max_concurrency=float(conc[-1][1]) if conc else None,
-        concurrency_tokens=int(conc[-1][0].replace(",", "")) if conc else None,
-        block_size=int(block[-1]) if block else None,
-        util_with_graphs=float(equiv[-1][0]) if equiv else None,
-        util_without_graphs=float(equiv[-1][1]) if equiv else None,
-        log_lines=lines,
-    )
-
-
-def available_bytes(figures: LogFigures) -> int | None:
-    """The logged available KV memory in bytes (vLLM prints GiB with two decimals; the midpoint is used)."""
-    return None if figures.available_kv_gib is None else round(figures.available_kv_gib * GiB)
 
 
 class OverheadCheck(BaseModel):
@@ -158,7 +84,7 @@ def check_overhead(
     overhead: Overhead,
     available_model_bytes: int,
     uncertainty_bytes: int,
-    figures: LogFigures,
+    figures: EngineFacts,
     total_bytes: int,
 ) -> OverheadCheck:
     """Compares a modelled ledger with the figures of a log."""
@@ -199,3 +125,42 @@ def fit_overhead(model: OverheadModel, check: OverheadCheck, overhead: Overhead)
     rest = check.non_kv_log_gib - check.non_kv_model_gib - graph_error
     updates["non_torch_gib"] = max(0.0, model.non_torch_gib + rest)
     return model.model_copy(update=updates)
+
+
+class LogComparison(BaseModel):
+    """A vLLM startup log against the planner: the plan made with the log's available KV memory (everything after
+    it is exact), the overhead model's prediction of that memory, and whether the capacity lines come out
+    verbatim."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lines_reproduced: bool
+    logged: EngineFacts
+    check: OverheadCheck
+    plan: Plan
+
+
+def compare_with_log(
+    cfg: EngineConfig, gpu: GPUSpec, count: int, version: str | None, facts: EngineFacts
+) -> LogComparison:
+    """Plans `cfg` (its flags over those the log records) with the log's available KV memory and without it."""
+    if facts.available_kv_gib is None:
+        raise ServetuneError(
+            "the log has no 'Available KV cache memory' line", "pass the log of a vLLM start that got that far"
+        )
+    cfg = cfg.model_copy(update={"flags": {**ledger_flags(facts), **cfg.flags}})  # flags given here win
+    version = version or facts.version
+    exact = plan_for(cfg, gpu, count, vllm_version=version, available_kv_bytes=facts.available_kv_bytes)
+    modelled = plan_for(cfg, gpu, count, vllm_version=version, with_fixes=False)
+    check = check_overhead(
+        requested_bytes=modelled.requested_bytes,
+        weights_bytes=modelled.weights_bytes_per_gpu,
+        overhead=modelled.overhead,
+        available_model_bytes=modelled.available_kv_bytes,
+        uncertainty_bytes=modelled.available_kv_high_bytes - modelled.available_kv_bytes,
+        figures=facts,
+        total_bytes=gpu.memory_bytes,
+    )
+    logged = facts.capacity_lines or []
+    match = bool(logged) and exact.log_lines == logged[-len(exact.log_lines) :]
+    return LogComparison(lines_reproduced=match, logged=facts, check=check, plan=exact)

@@ -10,7 +10,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from servetune.plan.api import Plan
-    from servetune.plan.calibrate import LogFigures, OverheadCheck
+    from servetune.engines.facts import EngineFacts
+    from servetune.plan.calibrate import OverheadCheck
 
 
 def _gib(n: float) -> str:
@@ -133,7 +134,7 @@ def render(plan: Plan, console: Console) -> None:
     console.print("docker: " + plan.docker_command, markup=False, highlight=False, soft_wrap=True)
 
 
-def render_check(check: OverheadCheck, figures: LogFigures, plan: Plan, match: bool, console: Console) -> None:
+def render_check(check: OverheadCheck, figures: EngineFacts, plan: Plan, match: bool, console: Console) -> None:
     """The log against the plan: exact part (lines, block size) and modelled part (weights, overheads)."""
     from rich.table import Table
 
@@ -154,7 +155,7 @@ def render_check(check: OverheadCheck, figures: LogFigures, plan: Plan, match: b
     table.add_row("non-KV, non-weight memory", num(check.non_kv_model_gib), num(check.non_kv_log_gib))
     table.add_row("CUDA-graph estimate", num(check.cudagraph_model_gib), num(check.cudagraph_log_gib))
     console.print(table)
-    for line in figures.log_lines:
+    for line in figures.capacity_lines or []:
         console.print(f"  log:     {line}", markup=False, highlight=False)
     for line in plan.log_lines:
         console.print(f"  planner: {line}", markup=False, highlight=False)

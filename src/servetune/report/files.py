@@ -18,9 +18,12 @@ from servetune.report.tables import (
     summary_rows,
     time_scale_note,
 )
+from servetune.tune.environment import environment
 from servetune.tune.experiment import Experiment
+from servetune.tune.loop import Outcome
 from servetune.tune.rank import Entry, Ranking
-from servetune.tune.recommend import Recommendation
+from servetune.tune.recommend import Recommendation, recommend
+from servetune.tune.result import VariantRecord
 
 
 def _finite(value: float) -> float | None:
@@ -104,7 +107,7 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         lines += [exp.description, ""]
     objective = ranking.objective
     lines += [
-        f"Objective: {objective.goal} `{objective.probe}.{objective.figure}`; SLOs: "
+        f"Objective: {objective.direction} `{objective.label}`; SLOs: "
         + (", ".join(f"{k} {_bound(k)} {v:g}" for k, v in exp.slos.items()) or "none"),
         "",
     ]
@@ -187,3 +190,14 @@ def write_reports(
         text = f"# no recommendation: {ranking.reason}\n"
     paths["recommendation"].write_text(text)
     return paths
+
+
+def write_outcome(exp: Experiment, outcome: Outcome) -> dict[str, Path]:
+    """The reports of a finished (or interrupted) run, with its recommendation and environment."""
+    return write_ranked(outcome.out_dir, exp, outcome.records, outcome.ranking)
+
+
+def write_ranked(out_dir: Path, exp: Experiment, records: list[VariantRecord], ranking: Ranking) -> dict[str, Path]:
+    """Every report of a ranked experiment folder (a live run's end, or `servetune report DIR`)."""
+    versions = {r.variant.config.engine: r.facts.get("version") for r in records}
+    return write_reports(out_dir, exp, ranking, recommend(exp, ranking), environment(versions))

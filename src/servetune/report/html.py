@@ -75,13 +75,16 @@ def deltas_section(ranking: Ranking) -> str:
         if bars:
             charts.append(
                 delta_bars(
-                    bars, f"{key[0]}.{key[1]}: change vs baseline (95% CI)", higher_is_better=higher_is_better(key[1])
+                    bars,
+                    f"{key[0]}.{key[1]}: change vs baseline (95% CI)",
+                    higher_is_better=higher_is_better(*key) is not False,
                 )
             )
     if not charts:
         return '<p class="note">No per-factor deltas: no baseline finished, or no variant shares its figures.</p>'
     note = (
-        '<p class="note">Green/red: the change is outside the 95% interval; grey: inside the noise (a tie). '
+        f'<p class="note">Green/red: the change is outside the 95% interval and at least '
+        f"{ranking.min_effect_pct:g}% (the experiment's practical threshold); grey: a tie. "
         "'±?' = one repeat, no interval.</p>"
     )
     return note + '<div class="charts">' + "".join(charts) + "</div>"
@@ -90,10 +93,10 @@ def deltas_section(ranking: Ranking) -> str:
 def _pareto_axes(ranking: Ranking) -> tuple[FigureKey, FigureKey] | None:
     present = {k for e in ranking.entries for k in e.figures}
     objective = (ranking.objective.probe, ranking.objective.figure)
-    throughputs = [objective] if ranking.objective.goal == "max" else []
+    throughputs = [objective] if ranking.objective.direction == "max" else []
     throughputs += [("load_curve", "max_output_tok_s"), ("decode_speed", "output_tok_s")]
     latencies = [("short_latency", "e2el_ms"), ("long_prefill", "ttft_s"), ("decode_speed", "tpot_ms")]
-    if ranking.objective.goal == "min":
+    if ranking.objective.direction == "min":
         latencies.insert(0, objective)
     x = next((k for k in throughputs if k in present), None)
     y = next((k for k in latencies if k in present and k != x), None)
@@ -188,7 +191,7 @@ def render_html(exp: Experiment, ranking: Ranking, rec: Recommendation | None, e
 <style>{_CSS}</style></head><body>
 <h1>servetune tuning report: {escape(exp.name)}</h1>
 <p>{escape(exp.description or "")}</p>
-<p>Objective: <b>{objective.goal} {escape(objective.probe)}.{escape(objective.figure)}</b>.
+<p>Objective: <b>{objective.direction} {escape(objective.probe)}.{escape(objective.figure)}</b>.
 SLOs: {slos or "none"}. Variants: {len(ranking.entries)}.</p>
 <h2>Recommendation</h2>{recommendation_section(ranking, rec)}
 <h2>Summary</h2>{table_section(ranking)}

@@ -6,49 +6,43 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from servetune.suite.spec import all_probes, figure_spec
 from servetune.tune.estimates import ESTIMATE_PROBE
 from servetune.tune.rank import Entry, FigureKey, Ranking
 
-HEADLINE: tuple[FigureKey, ...] = (
-    ("acceptance", "passed"),
-    ("short_latency", "e2el_ms"),
-    ("decode_speed", "output_tok_s"),
-    ("long_prefill", "ttft_s"),
-    ("prefix_reuse", "ttft_drop_pct"),
-    ("prefix_reuse", "hit_rate_pct"),
-    ("memory_headroom", "headroom_pct"),
-    ("long_generation", "output_tok_s"),
-    ("long_generation", "spec_acceptance_pct"),
-    ("load_curve", "goodput_rps"),
-    ("load_curve", "slo_output_tok_s"),
-    ("load_curve", "max_output_tok_s"),
-)
-"""The figures the seeds' summary.csv had (B1–B6) plus the load curve's, in the order tables show them."""
+
+def headline() -> list[FigureKey]:
+    """The figures the probes mark as headline (the seeds' summary.csv columns, B1–B6, and the load curve's), in
+    suite order."""
+    return [(name, f.name) for name, spec in all_probes().items() for f in spec.figures if f.headline]
 
 
-def higher_is_better(figure: str) -> bool:
-    """Latencies and durations (…_ms, …_s but not …tok_s) improve downward; rates, counts and headroom upward."""
-    if figure.endswith("_ms"):
-        return False
-    return not (figure.endswith("_s") and not figure.endswith("tok_s"))
+def higher_is_better(probe: str, figure: str) -> bool | None:
+    """The figure's declared direction (None when it has none, or no spec declares it)."""
+    spec = figure_spec(probe, figure)
+    if spec is None or spec.better == "none":
+        return None
+    return spec.better == "higher"
 
 
 def figure_columns(ranking: Ranking, headline_only: bool = False) -> list[FigureKey]:
-    """Figures measured by any variant: headline ones first, then the rest sorted."""
+    """Figures measured by any variant: the objective first, then the headline ones, then the rest sorted."""
     present = {key for entry in ranking.entries for key in entry.figures}
-    head = [key for key in HEADLINE if key in present]
+    objective = (ranking.objective.probe, ranking.objective.figure)
+    head = [objective] if objective in present else []
+    head += [key for key in headline() if key in present and key not in head]
     if headline_only:
         return head
     return head + sorted(present - set(head))
 
 
 def display_columns(ranking: Ranking) -> list[FigureKey]:
-    """Columns of the tables meant for people: the headline figures (or the first few), then the simulator's
-    prediction of the objective (`estimate.<probe>.<figure>`) when the experiment used estimates."""
+    """Columns of the tables meant for people: the objective, the headline figures (or the first few), then the
+    simulator's prediction of the objective (`estimate.<probe>.<figure>`) when the experiment used estimates."""
     columns = [key for key in figure_columns(ranking) if key[0] != ESTIMATE_PROBE]
-    shown = [key for key in columns if key in HEADLINE] or columns[:6]
+    shown = [key for key in columns if key in set(headline()) or key == columns[0]] or columns[:6]
     objective = ranking.objective
-    predicted = (ESTIMATE_PROBE, f"{objective.probe}.{objective.figure}")
+    predicted = (ESTIMATE_PROBE, objective.label)
     present = any(predicted in entry.figures for entry in ranking.entries)
     return shown + [predicted] if present else shown
 
@@ -132,17 +126,30 @@ def summary_rows(ranking: Ranking) -> list[dict[str, Any]]:
     return rows
 
 
+def number(value: float, digits: int = 3) -> str:
+    """A number for people: `digits` significant digits, thousands separated, never scientific notation
+    (`4.1e+02` → `410`, `23811.4` → `23,811`, `0.00412` → `0.00412`)."""
+    if not math.isfinite(value):
+        return "∞" if value > 0 else ("−∞" if value < 0 else "—")
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    rounded = round(value, decimals)
+    return f"{rounded:,.{decimals}f}"
+
+
 def short_value(entry: Entry, key: FigureKey) -> str:
-    """'85.0 ± 2.1 (+20%)' for tables meant for people."""
+    """'85.0 ± 2.1 (+20%)' for tables meant for people; `~` marks a change the ranking calls a tie."""
     est = entry.figures.get(key)
     if est is None:
         return "—"
-    text = f"{est.mean:.3g}"
+    text = number(est.mean)
     if est.n > 1 and math.isfinite(est.half_width):
         half = est.half_width if est.half_width > 1e-9 * abs(est.mean) else 0.0
-        text += f" ± {half:.2g}"
+        text += f" ± {number(half, 2)}"
     d = entry.deltas.get(key)
     if d is not None:
         mark = "" if d.significant else "~"
-        text += f" ({mark}{d.pct:+.0f}%)"
+        text += f" ({mark}{d.pct:+.1f}%)" if abs(d.pct) < 10 else f" ({mark}{d.pct:+.0f}%)"
     return text

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    create_model,
+    model_serializer,
+    model_validator,
+)
 
 from servetune.suite.spec import all_probes
 
@@ -24,6 +31,12 @@ class ProbesBase(BaseModel):
         if isinstance(data, list):
             return {name: {} for name in data}
         return data
+
+    @model_serializer(mode="wrap")
+    def _only_enabled(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A disabled probe is absent, not null: null means "run with the defaults" when read back, and 0.1's
+        # `servetune report DIR` re-read a stored experiment that way and ran a probe that never ran.
+        return {k: v for k, v in handler(self).items() if v is not None}
 
     def enabled(self) -> list[str]:
         """The probes this suite runs, in suite order."""

@@ -6,9 +6,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from servetune.tune.experiment import OBJECTIVES, SLO_LATENCY_KEY, Change, ClientSpec, Experiment
+from servetune.errors import ServetuneError
+from servetune.load.backend import ClientSpec
+from servetune.metrics.slo import is_latency_slo, slo_problem
+from servetune.suite.spec import all_probes, named_objectives
+from servetune.tune.experiment import Change, Experiment
 from servetune.tune.flagspec import kind_problem, known_flags
-from servetune.tune.loader import Issue, Path_
+from servetune.tune.issues import Issue, KeyPath
 from servetune.tune.variants import CLIENT_PREFIX
 
 
@@ -20,25 +24,52 @@ def check_experiment(exp: Experiment) -> list[Issue]:
         *_flag_issues(exp),
         *_client_issues(exp),
         *_hardware_issues(exp),
+        *_name_issues(exp),
         *_estimate_issues(exp),
     ]
     return issues or list(_roofline_issues(exp))
+
+
+def _name_issues(exp: Experiment) -> Iterator[Issue]:
+    """A variant's identity is its name: two variants (or stages) of one name would be reported as one."""
+    stages = exp.variants.as_stages()
+    seen_stages: set[str] = set()
+    for s_index, stage in enumerate(stages):
+        prefix: KeyPath = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
+        if stage.name in seen_stages:
+            yield Issue((*prefix, "name"), f"two stages are named `{stage.name}`", "give every stage its own name")
+        seen_stages.add(stage.name)
+        if stage.matrix and stage.matrix.baseline in stage.matrix.changes:
+            yield Issue(
+                (*prefix, "matrix", "changes", stage.matrix.baseline),
+                f"a change is named like the baseline (`{stage.matrix.baseline}`): both would be one row",
+                "rename the change, or the baseline (matrix.baseline)",
+            )
+        if stage.grid:
+            for flag, values in stage.grid.flags.items():
+                where = (*prefix, "grid", flag)
+                if not values:
+                    yield Issue(where, f"grid dimension `{flag}` has no values", "list at least one value")
+                texts = [repr(v) for v in values]
+                dupes = sorted({t for t in texts if texts.count(t) > 1})
+                if dupes:
+                    yield Issue(where, f"grid dimension `{flag}` repeats {', '.join(dupes)}", "list each value once")
 
 
 def _roofline_issues(exp: Experiment) -> Iterator[Issue]:
     """A TPOT bound below the planner's ideal decode step (one stream, weights and KV read at full memory
     bandwidth) can never be met on this hardware; judged only when the model's config.json is at hand."""
     bounds = {k: v for k, v in exp.slos.items() if k.startswith(("tpot_", "itl_"))}
-    if not bounds or exp.hardware.gpu is None or exp.engine.engine not in {"vllm", "sim"}:
+    hardware = exp.hardware.resolved()
+    if not bounds or hardware is None or exp.engine.engine not in {"vllm", "sim"}:
         return
-    from servetune.errors import ServetuneError
-    from servetune.hardware.catalog import get_gpu
     from servetune.plan.api import plan_for
     from servetune.tune.variants import base_config
 
     config = base_config(exp)
+    gpu, count = hardware
     try:
-        plan = plan_for(config, get_gpu(exp.hardware.gpu), exp.hardware.count, vllm_version=config.version)
+        plan = plan_for(config, gpu, count, vllm_version=config.version)
     except ServetuneError:
         return
     decode = next((s for s in plan.speeds if s.name.startswith("decode, 1 stream") and s.unit == "tok/s"), None)
@@ -50,30 +81,39 @@ def _roofline_issues(exp: Experiment) -> Iterator[Issue]:
             yield Issue(
                 ("slos", key),
                 f"{key} = {bound:g} ms can never be met: the fastest possible decode step of this model on "
-                f"{exp.hardware.count}× {exp.hardware.gpu} is {floor_ms:.1f} ms ({decode.name}, roofline ideal)",
+                f"{count}× {gpu.name} is {floor_ms:.1f} ms ({decode.name}, roofline ideal)",
                 f"allow at least {floor_ms * 1.5:.0f} ms (real engines reach 50–80% of the roofline)",
             )
 
 
 def _hardware_issues(exp: Experiment) -> Iterator[Issue]:
-    if exp.hardware.gpu is None:
-        return
-    from servetune.errors import ServetuneError
-    from servetune.hardware.catalog import get_gpu
-
     try:
-        get_gpu(exp.hardware.gpu)
+        exp.hardware.resolved()
     except ServetuneError as err:
         yield Issue(("hardware", "gpu"), err.problem, err.fix or "use a catalog GPU name")
 
 
 def _objective_issues(exp: Experiment) -> Iterator[Issue]:
-    if isinstance(exp.objective, str) and exp.objective not in OBJECTIVES:
-        close = difflib.get_close_matches(exp.objective, OBJECTIVES, n=1)
+    named = named_objectives()
+    if isinstance(exp.objective, str) and exp.objective not in named:
+        close = difflib.get_close_matches(exp.objective, named, n=1)
         hint = f"did you mean `{close[0]}`? " if close else ""
-        yield Issue(("objective",), f"unknown objective `{exp.objective}`", f"{hint}use one of {', '.join(OBJECTIVES)}")
+        yield Issue(("objective",), f"unknown objective `{exp.objective}`", f"{hint}use one of {', '.join(named)}")
         return
     objective = exp.resolved_objective()
+    spec = all_probes().get(objective.probe)
+    if spec is None:
+        yield Issue(
+            ("objective", "probe"), f"unknown probe `{objective.probe}`", f"use one of {', '.join(all_probes())}"
+        )
+        return
+    if spec.figure(objective.figure) is None:
+        figures = ", ".join(f.name for f in spec.figures)
+        yield Issue(
+            ("objective", "figure"),
+            f"{objective.probe} reports no figure `{objective.figure}`",
+            f"use one of {figures}",
+        )
     if objective.probe not in exp.suite.probes.enabled():
         yield Issue(
             ("objective",),
@@ -84,28 +124,20 @@ def _objective_issues(exp: Experiment) -> Iterator[Issue]:
 
 def _slo_issues(exp: Experiment) -> Iterator[Issue]:
     enabled = set(exp.suite.probes.enabled())
+    probes = all_probes()
+    latency_judges = {n for n in enabled if probes[n].judges_latency_slos}
     for key, value in exp.slos.items():
-        path: Path_ = ("slos", key)
-        if SLO_LATENCY_KEY.match(key):
-            if value <= 0:
-                yield Issue(path, f"{key} = {value} can never be met", "a latency bound must be above 0 ms")
-            elif not enabled & {"load_curve", "short_latency", "decode_speed"}:
+        path: KeyPath = ("slos", key)
+        problem = slo_problem(key, value)
+        if problem:
+            yield Issue(path, *problem)
+            continue
+        if is_latency_slo(key):
+            metric = key.split("_")[0]
+            if not latency_judges and not any(f.slo == metric for n in enabled for f in probes[n].figures):
                 yield Issue(path, f"{key} cannot be measured by this suite", "add `load_curve:` under suite.probes")
-            elif key.startswith(("tpot", "itl")) and value < 0.05:
-                yield Issue(path, f"{key} = {value} ms is below any engine's step time", "give the bound in ms")
-        elif key == "error_rate":
-            if value > 1:
-                yield Issue(path, f"error_rate = {value} is not a fraction", "use 0..1 (0 = no failed request)")
-        elif key == "memory_headroom_pct":
-            if value >= 100:
-                yield Issue(path, f"memory_headroom_pct = {value} can never be met", "use a percentage below 100")
-            elif "memory_headroom" not in enabled:
-                yield Issue(path, "memory headroom is not measured", "add `memory_headroom:` under suite.probes")
-        else:
-            choices = ["ttft_p99_ms", "tpot_p99_ms", "itl_p99_ms", "e2el_p99_ms", "error_rate", "memory_headroom_pct"]
-            close = difflib.get_close_matches(key, choices, n=1)
-            hint = f"did you mean `{close[0]}`? " if close else ""
-            yield Issue(path, f"unknown SLO `{key}`", f"{hint}use {', '.join(choices)} (p50/p90/p95/p99)")
+        elif key == "memory_headroom_pct" and not any(f.slo == key for n in enabled for f in probes[n].figures):
+            yield Issue(path, "memory headroom is not measured", "add `memory_headroom:` under suite.probes")
 
 
 def _flag_issues(exp: Experiment) -> Iterator[Issue]:
@@ -114,7 +146,7 @@ def _flag_issues(exp: Experiment) -> Iterator[Issue]:
     base_engine = exp.engine.engine
     yield from _check_flags(base_engine, exp.engine.flags, ("engine", "flags"))
     for s_index, stage in enumerate(exp.variants.as_stages()):
-        prefix: Path_ = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
+        prefix: KeyPath = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
         if stage.matrix:
             for name, change in stage.matrix.changes.items():
                 engine = change.engine or base_engine
@@ -133,12 +165,12 @@ def _flag_issues(exp: Experiment) -> Iterator[Issue]:
                     yield from _check_flags(base_engine, {flag: value}, (*prefix, "search", "space", flag))
 
 
-def _check_change(engine: str, change: Change, path: Path_) -> Iterator[Issue]:
+def _check_change(engine: str, change: Change, path: KeyPath) -> Iterator[Issue]:
     shorthand = not change.model_fields_set & {"env", "client", "note", "engine", "model"}
     yield from _check_flags(engine, change.flags, path if shorthand else (*path, "flags"))
 
 
-def _check_flags(engine: str, flags: dict[str, object], path: Path_, *, at_value: bool = False) -> Iterator[Issue]:
+def _check_flags(engine: str, flags: dict[str, object], path: KeyPath, *, at_value: bool = False) -> Iterator[Issue]:
     known = known_flags(engine)
     if not known:
         return
@@ -163,7 +195,7 @@ def _check_flags(engine: str, flags: dict[str, object], path: Path_, *, at_value
             )
 
 
-def _check_client_dim(exp: Experiment, name: str, values: list[object], path: Path_) -> Iterator[Issue]:
+def _check_client_dim(exp: Experiment, name: str, values: list[object], path: KeyPath) -> Iterator[Issue]:
     field = name.removeprefix(CLIENT_PREFIX)
     if field not in ClientSpec.model_fields:
         yield Issue(path, f"unknown client setting `{field}`", f"use one of {', '.join(ClientSpec.model_fields)}")
@@ -189,17 +221,16 @@ def _estimate_issues(exp: Experiment) -> Iterator[Issue]:
         return
     from pathlib import Path
 
-    from servetune.tune.estimates import ESTIMABLE, estimable
+    from servetune.tune.estimates import estimable
 
-    if not isinstance(exp.objective, str) or exp.objective in OBJECTIVES:
+    if (not isinstance(exp.objective, str) or exp.objective in named_objectives()) and not estimable(exp):
         objective = exp.resolved_objective()
-        if not estimable(exp):
-            choices = "; ".join(f"{probe}: {', '.join(figs)}" for probe, figs in ESTIMABLE.items())
-            yield Issue(
-                ("estimate", "mode"),
-                f"the simulator cannot predict the objective {objective.probe}.{objective.figure}",
-                f"use mode: off, or an objective it predicts ({choices})",
-            )
+        choices = ", ".join(name for name, spec in all_probes().items() if spec.simulable)
+        yield Issue(
+            ("estimate", "mode"),
+            f"the simulator cannot predict the objective {objective.label}",
+            f"use mode: off, or an objective of a probe it runs ({choices})",
+        )
     if exp.hardware.gpu is None and not (exp.engine.engine == "sim" and exp.engine.flags.get("gpu")):
         yield Issue(("estimate", "mode"), "estimates need the GPU to simulate", "set hardware.gpu (e.g. H200)")
     if all(stage.search is not None for stage in exp.variants.as_stages()):

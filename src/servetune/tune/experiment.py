@@ -7,15 +7,17 @@ published in docs/experiment.schema.json is `Experiment.model_json_schema()`.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servetune.engines.config import EngineName, FlagValue
-from servetune.suite.params import ClientSpec, DecodeSpeed, Probes, ShortLatency
-
-SLO_LATENCY_KEY = re.compile(r"^(ttft|tpot|itl|e2el)_p(50|90|95|99)_ms$")
+from servetune.errors import ServetuneError
+from servetune.hardware.catalog import GPUSpec
+from servetune.hardware.gpus import parse_gpu_arg
+from servetune.load.backend import ClientSpec
+from servetune.suite.params import Probes
+from servetune.suite.spec import figure_spec, named_objectives
 
 
 class _Strict(BaseModel):
@@ -37,12 +39,33 @@ class EngineSpec(_Strict):
 class HardwareSpec(_Strict):
     """Where the engine runs: a catalog GPU and how many, or the CPU."""
 
-    gpu: str | None = Field(default=None, description="GPU catalog name (e.g. a100-80gb-sxm); null = CPU.")
-    count: int = Field(default=1, ge=1, le=64)
+    gpu: str | None = Field(
+        default=None, description="GPU as `--gpu` takes it (H200, A100-80G-SXMx2, custom:...); null = CPU."
+    )
+    count: int | None = Field(default=None, ge=1, le=4096, description="How many (default: the xN of `gpu`, or 1).")
+
+    def resolved(self) -> tuple[GPUSpec, int] | None:
+        """The GPU model and count (None on CPU); `gpu: A100-80G-SXMx2` and `count: 2` say the same thing, and
+        saying two different counts is an error."""
+        if self.gpu is None:
+            return None
+        gpu, spelled = parse_gpu_arg(self.gpu)
+        if self.count is not None and spelled != 1 and spelled != self.count:
+            raise ServetuneError(
+                f"hardware.gpu {self.gpu!r} names {spelled} GPUs but hardware.count is {self.count}",
+                "give the count once (either xN in gpu, or count)",
+            )
+        return gpu, self.count or spelled
+
+    @property
+    def gpus(self) -> int:
+        """How many GPUs (0 on CPU): what GPU-minutes and the planner count."""
+        found = self.resolved()
+        return found[1] if found else 0
 
 
 class SuiteSpec(_Strict):
-    probes: Probes = Field(default_factory=lambda: Probes(short_latency=ShortLatency(), decode_speed=DecodeSpeed()))
+    probes: Probes = Field(default_factory=lambda: Probes.model_validate({"short_latency": {}, "decode_speed": {}}))
     repeats: int = Field(default=3, ge=1, le=100, description="Repeats per probe (for confidence intervals).")
     warmup_requests: int = Field(default=2, ge=0, description="Requests sent after ready, never measured.")
 
@@ -52,17 +75,27 @@ class Objective(_Strict):
 
     probe: str
     figure: str
-    goal: Literal["max", "min"] = "max"
+    goal: Literal["max", "min"] | None = Field(
+        default=None, description="Default: the figure's own direction (higher or lower is better)."
+    )
+
+    @property
+    def direction(self) -> Literal["max", "min"]:
+        """The goal given, else the one the probe declares for its figure (max when it declares none)."""
+        if self.goal is not None:
+            return self.goal
+        spec = figure_spec(self.probe, self.figure)
+        return "min" if spec is not None and spec.better == "lower" else "max"
+
+    @property
+    def label(self) -> str:
+        return f"{self.probe}.{self.figure}"
 
 
-OBJECTIVES: dict[str, Objective] = {
-    "goodput": Objective(probe="load_curve", figure="goodput_rps", goal="max"),
-    "output_throughput": Objective(probe="load_curve", figure="slo_output_tok_s", goal="max"),
-    "decode_tok_s": Objective(probe="decode_speed", figure="output_tok_s", goal="max"),
-    "latency": Objective(probe="short_latency", figure="e2el_ms", goal="min"),
-    "prefill_s": Objective(probe="long_prefill", figure="ttft_s", goal="min"),
-    "long_generation_tok_s": Objective(probe="long_generation", figure="output_tok_s", goal="max"),
-}
+def objective_named(name: str) -> Objective | None:
+    """An `objective: NAME` shorthand as (probe, figure), from the probes' own declarations."""
+    found = named_objectives().get(name)
+    return Objective(probe=found[0], figure=found[1]) if found else None
 
 
 class Change(_Strict):
@@ -174,7 +207,7 @@ class Variants(_Strict):
 class Deploy(_Strict):
     """How the recommendation is printed as a `docker run` command."""
 
-    image: str = "vllm/vllm-openai:latest"
+    image: str | None = Field(default=None, description="Default: vLLM's image pinned to the engine's version.")
     port: int = Field(default=8000, ge=1, le=65535)
     host_model_dir: str | None = Field(default=None, description="Host folder mounted read-only at the model path.")
     container_name: str = "vllm"
@@ -200,7 +233,19 @@ class EstimateSpec(_Strict):
         return self
 
 
-SloValue = Annotated[float, Field(ge=0)]
+class RankingSpec(_Strict):
+    """How variants are told apart (the same rule marks deltas in every report)."""
+
+    min_effect_pct: float = Field(
+        default=2.0,
+        ge=0,
+        le=100,
+        allow_inf_nan=False,
+        description="A change smaller than this (in % of the baseline) is a tie, even when its interval is narrow.",
+    )
+
+
+SloValue = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class Experiment(_Strict):
@@ -222,10 +267,17 @@ class Experiment(_Strict):
     sampling_presets: dict[str, dict[str, Any]] = Field(default_factory=dict)
     deploy: Deploy = Field(default_factory=Deploy)
     estimate: EstimateSpec = Field(default_factory=EstimateSpec)
-    allow_unknown_flags: bool = Field(default=False, description="Pass flags servetune does not know untouched.")
+    ranking: RankingSpec = Field(default_factory=RankingSpec)
+    allow_unknown_flags: bool = Field(
+        default=False,
+        description="Pass flags servetune's tables do not list untouched (known flags are still checked).",
+    )
 
     def resolved_objective(self) -> Objective:
-        """The objective as (probe, figure, goal); a name is looked up in OBJECTIVES (checked by the loader)."""
+        """The objective as (probe, figure, goal); a name is one a probe declares (checked by the loader)."""
         if isinstance(self.objective, Objective):
             return self.objective
-        return OBJECTIVES[self.objective]
+        found = objective_named(self.objective)
+        if found is None:
+            raise KeyError(self.objective)
+        return found

@@ -7,7 +7,6 @@ which keeps the line of every key; a validation error's location (a path of keys
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +14,28 @@ import yaml
 from pydantic import ValidationError
 
 from servetune.errors import ServetuneError
+from servetune.tune.checks import check_experiment
 from servetune.tune.experiment import Experiment
-
-Path_ = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One problem in an experiment file: where (a key path), what, and how to fix it."""
-
-    path: Path_
-    problem: str
-    fix: str
+from servetune.tune.issues import Issue, KeyPath
 
 
-def line_of(root: yaml.Node | None, path: Path_) -> int | None:
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps the last
+    one silently: `parallel: 2` then `parallel: 4` would run 4 without a word)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key `{key}` is given twice (first on line {seen[key] + 1})", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def line_of(root: yaml.Node | None, path: KeyPath) -> int | None:
     """1-based line of the deepest node on `path` (the key's own line when the path ends at a key)."""
     node, line = root, None
     for part in path:
@@ -52,7 +58,7 @@ def _start(node: yaml.Node | None) -> int | None:
     return None if node is None else node.start_mark.line + 1
 
 
-def _dotted(path: Path_) -> str:
+def _dotted(path: KeyPath) -> str:
     return ".".join(str(p) for p in path) or "(top level)"
 
 
@@ -105,7 +111,7 @@ def _dedupe(issues: list[Issue]) -> list[Issue]:
     return out
 
 
-def _fields_at(path: Path_) -> list[str]:
+def _fields_at(path: KeyPath) -> list[str]:
     """The allowed keys of the model at a key path (for "did you mean")."""
     from pydantic import BaseModel
 
@@ -152,11 +158,9 @@ def format_issues(source: str, root: yaml.Node | None, issues: list[Issue]) -> S
 
 def parse_experiment(text: str, source: str = "<experiment>") -> Experiment:
     """Validates an experiment's YAML text: structure (pydantic), then flags, SLOs and consistency."""
-    from servetune.tune.checks import check_experiment
-
     try:
         root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source
@@ -181,4 +185,10 @@ def load_experiment(path: str | Path) -> Experiment:
     path = Path(path)
     if not path.is_file():
         raise ServetuneError(f"experiment file {path} does not exist", "give the path of a .yaml experiment file")
-    return parse_experiment(path.read_text(), str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ServetuneError(f"{path} is not a text file (not UTF-8)", "give a YAML experiment file") from None
+    except OSError as err:
+        raise ServetuneError(f"cannot read {path}: {err.strerror}", "check the file's permissions") from None
+    return parse_experiment(text, str(path))

@@ -1,6 +1,8 @@
-"""Ranking: keep the variants that meet every SLO, order them by the objective's mean over repeats, call
-variants whose 95% intervals overlap the leader's a tie, and break the tie toward the simpler (fewer changes
-from the baseline), then cheaper (fewer GPUs, less memory reserved) config."""
+"""Ranking: keep the variants that meet every SLO, order them by the objective's mean over repeats, call a
+variant a tie with the leader when the leader's change against it is not significant (`stats.Delta.significant`:
+inside the noise, or smaller than the experiment's `ranking.min_effect_pct` — the very rule behind every delta
+mark in the reports), and break the tie toward the simpler (fewer changes from the baseline), then cheaper (fewer
+GPUs, less memory reserved) config."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from servetune.tune.experiment import SLO_LATENCY_KEY, Experiment, Objective
+from servetune.metrics.slo import BOUNDS, is_latency_slo
+from servetune.suite.spec import all_probes, figure_spec
+from servetune.tune.experiment import Experiment, Objective
 from servetune.tune.result import VariantRecord
 from servetune.tune.stats import Delta, Estimate, delta, estimate
 
@@ -35,34 +39,52 @@ def error_rate(record: VariantRecord) -> float | None:
 
 
 def slo_failures(exp: Experiment, record: VariantRecord, figures: dict[FigureKey, Estimate]) -> list[str]:
-    """Why a finished variant misses the SLOs (empty = meets them all).  Latency SLOs are judged on the load
-    curve (some load level must meet them all: its goodput is then > 0), else on the single-stream probes."""
+    """Why a finished variant misses the SLOs (empty = meets them all). Latency SLOs are judged by a probe that
+    judges them (the load curve: some load level must meet them all, so its goodput is > 0) when the suite ran
+    one, else on the figures the probes declare for that latency metric; run-level bounds on the figures that
+    declare them; the error rate over every request the variant was sent."""
     out: list[str] = []
-    latency = {k: v for k, v in exp.slos.items() if SLO_LATENCY_KEY.match(k)}
-    if latency:
-        if any(probe == "load_curve" for probe, _ in figures):
-            goodput = figures.get(("load_curve", "goodput_rps"))
+    probes = all_probes()
+    latency = {k: v for k, v in exp.slos.items() if is_latency_slo(k)}
+    ran = {probe for probe, _ in figures}
+    judges = [p for p in ran if p in probes and probes[p].judges_latency_slos]
+    if latency and judges:
+        for probe in judges:
+            goodput = figures.get((probe, "goodput_rps"))
             if goodput is None or goodput.mean <= 0:
-                out.append("no load level met the latency SLOs")
-        else:
-            for key, bound in latency.items():
-                seen = [est for (probe, name), est in figures.items() if name == key]
-                worst = max((e.mean for e in seen), default=None)
-                if worst is None:
-                    out.append(f"{key} was not measured")
-                elif worst > bound:
-                    out.append(f"{key} {worst:.1f} > {bound:g}")
+                out.append(f"no {probe} level met the latency SLOs")
+    elif latency:
+        for key, bound in latency.items():
+            metric = key.split("_")[0]
+            seen = [est for key_, est in figures.items() if _slo_of(key_) == metric]
+            worst = max((e.mean for e in seen), default=None)
+            if worst is None:
+                out.append(f"{key} was not measured")
+            elif worst > bound:
+                out.append(f"{key} {worst:.1f} > {bound:g}")
     if "error_rate" in exp.slos:
         rate = error_rate(record)
         if rate is not None and rate > exp.slos["error_rate"]:
             out.append(f"error rate {rate:.3f} > {exp.slos['error_rate']:g}")
-    if "memory_headroom_pct" in exp.slos:
-        headroom = figures.get(("memory_headroom", "headroom_pct"))
-        if headroom is None:
-            out.append("memory headroom was not measured")
-        elif headroom.mean < exp.slos["memory_headroom_pct"]:
-            out.append(f"memory headroom {headroom.mean:.1f}% < {exp.slos['memory_headroom_pct']:g}%")
+    for key, bound in exp.slos.items():
+        if BOUNDS.get(key) != "lower":
+            continue
+        seen = [(key_, est) for key_, est in figures.items() if _slo_of(key_) == key]
+        if not seen:
+            out.append(f"{key} was not measured")
+            continue
+        where, worst = min(seen, key=lambda item: item[1].mean)
+        if worst.mean < bound:
+            spec = figure_spec(*where)
+            label, unit = (spec.label, spec.unit) if spec else (key, "")
+            out.append(f"{label} {worst.mean:.1f}{unit} < {bound:g}{unit} ({key})")
     return out
+
+
+def _slo_of(key: FigureKey) -> str | None:
+    spec = all_probes().get(key[0])
+    figure = spec.figure(key[1]) if spec else None
+    return figure.slo if figure else None
 
 
 def complexity(record: VariantRecord) -> int:
@@ -99,6 +121,8 @@ class Ranking:
     entries: list[Entry]
     winner: Entry | None
     reason: str
+    min_effect_pct: float = 0.0
+    """The practical threshold the ties and the delta marks used."""
 
     def baseline(self) -> Entry | None:
         return next((e for e in self.entries if e.record.variant.baseline), None)
@@ -107,6 +131,7 @@ class Ranking:
 def rank(exp: Experiment, records: list[VariantRecord]) -> Ranking:
     """Ranks finished variants (failed and skipped ones are listed after, with their reasons)."""
     objective = exp.resolved_objective()
+    threshold = exp.ranking.min_effect_pct
     entries = []
     for record in records:
         figures = aggregate(record)
@@ -114,20 +139,20 @@ def rank(exp: Experiment, records: list[VariantRecord]) -> Ranking:
         if record.status == "done" and (objective.probe, objective.figure) not in figures:
             failures.append(f"objective {objective.probe}.{objective.figure} was not measured")
         entries.append(Entry(record, figures, figures.get((objective.probe, objective.figure)), failures))
-    _add_deltas(entries)
-    sign = 1.0 if objective.goal == "max" else -1.0
+    _add_deltas(entries, threshold)
+    sign = 1.0 if objective.direction == "max" else -1.0
     eligible = sorted((e for e in entries if e.eligible), key=lambda e: -sign * e.objective.mean)  # type: ignore[union-attr]
     for i, entry in enumerate(eligible, 1):
         entry.rank = i
     if not eligible:
-        return Ranking(objective, _ordered(entries, eligible), None, "no variant finished and met every SLO")
+        return Ranking(objective, _ordered(entries, eligible), None, "no variant finished and met every SLO", threshold)
     leader = eligible[0]
-    ties = [e for e in eligible if e.objective.overlaps(leader.objective)]  # type: ignore[union-attr]
+    ties = [e for e in eligible if e is leader or not _beats(leader, e, threshold)]
     winner = min(ties, key=lambda e: (complexity(e.record), cost(e.record), -sign * e.objective.mean))  # type: ignore[union-attr]
     for entry in ties:
         entry.tie_with_winner = True
     reason = _reason(objective, leader, winner, ties)
-    return Ranking(objective, _ordered(entries, eligible), winner, reason)
+    return Ranking(objective, _ordered(entries, eligible), winner, reason, threshold)
 
 
 def _ordered(entries: list[Entry], eligible: list[Entry]) -> list[Entry]:
@@ -135,29 +160,37 @@ def _ordered(entries: list[Entry], eligible: list[Entry]) -> list[Entry]:
     return eligible + rest
 
 
-def _add_deltas(entries: list[Entry]) -> None:
+def _beats(leader: Entry, other: Entry, threshold: float) -> bool:
+    """The leader's objective differs from `other`'s significantly, measured against `other` (so for the
+    baseline it is exactly the delta mark the reports show)."""
+    assert leader.objective is not None and other.objective is not None
+    d = delta(leader.objective, other.objective, threshold)
+    return d is not None and d.significant
+
+
+def _add_deltas(entries: list[Entry], threshold: float) -> None:
     by_stage: dict[str, Entry] = {e.record.variant.stage: e for e in entries if e.record.variant.baseline}
     for entry in entries:
         base = by_stage.get(entry.record.variant.stage)
         if base is None or base is entry:
             continue
         for key, est in entry.figures.items():
-            if key in base.figures and (d := delta(est, base.figures[key])) is not None:
+            if key in base.figures and (d := delta(est, base.figures[key], threshold)) is not None:
                 entry.deltas[key] = d
 
 
 def _reason(objective: Objective, leader: Entry, winner: Entry, ties: list[Entry]) -> str:
-    name = f"{objective.probe}.{objective.figure}"
+    name = objective.label
     if len(ties) == 1:
-        return f"{winner.record.variant.name} has the best {name} and its 95% interval overlaps no other variant's"
+        return f"{winner.record.variant.name} has the best {name}, significantly ahead of every other variant"
     others = ", ".join(e.record.variant.name for e in ties if e is not winner)
     if winner is leader:
         return (
-            f"{winner.record.variant.name} has the best {name}; it ties with {others} (95% intervals overlap) and "
-            "is also the simplest or cheapest of them"
+            f"{winner.record.variant.name} has the best {name}; it ties with {others} (a difference inside the "
+            "noise or below the practical threshold) and is also the simplest or cheapest of them"
         )
     return (
-        f"{leader.record.variant.name} has the best mean {name}, but its 95% interval overlaps {len(ties) - 1} "
-        f"other(s); within the tie {winner.record.variant.name} is simpler or cheaper ({complexity(winner.record)} "
-        "change(s) from the baseline)"
+        f"{leader.record.variant.name} has the best mean {name}, but it is not significantly ahead of "
+        f"{len(ties) - 1} other(s); within the tie {winner.record.variant.name} is simpler or cheaper "
+        f"({complexity(winner.record)} change(s) from the baseline)"
     )

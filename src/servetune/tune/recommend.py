@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from servetune.engines.config import EngineConfig
 from servetune.engines.flags import flags_to_argv
 from servetune.tune.experiment import Deploy, Experiment
-from servetune.tune.models import resolve_model
+from servetune.engines.models import resolve_model
 from servetune.tune.rank import Ranking
 
 
@@ -73,7 +73,8 @@ def docker_command(config: EngineConfig, deploy: Deploy, gpus: int | None) -> st
         opts += ["-e", f"{key}={value}"]
     named = ["--served-model-name", config.served_model_name] if config.served_model_name else []
     docker = _multiline(["docker", "run", "-d"], opts)
-    serve = _multiline([deploy.image], ["--model", config.model, *named, *flags_to_argv(config.flags)])
+    image = deploy.image or (f"vllm/vllm-openai:v{config.version}" if config.version else "vllm/vllm-openai:latest")
+    serve = _multiline([image], ["--model", config.model, *named, *flags_to_argv(config.flags)])
     return f"{docker} \\\n  {serve}"
 
 
@@ -83,7 +84,7 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
     if winner is None:
         return None
     config = deployable(resolve_model(winner.record.variant.config))
-    gpus = exp.hardware.count if exp.hardware.gpu else None
+    gpus = exp.hardware.gpus or None
     figures = {
         f"{probe}.{name}": f"{est.mean:.4g}" + ("" if est.n < 2 else f" ± {est.half_width:.2g}")
         for (probe, name), est in sorted(winner.figures.items())

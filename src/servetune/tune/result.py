@@ -37,7 +37,7 @@ class RunResult(BaseModel):
     time_scale: float = Field(
         default=1.0,
         description="sim-serve's --time-scale the run was measured at; `result` is already in simulated time "
-        "(times × scale, rates ÷ scale: see tune.timescale), so never convert it again.",
+        "(times × scale, rates ÷ scale by each figure's declared scaling: see suite.run), so never convert it again.",
     )
 
 

@@ -87,29 +87,33 @@ def estimate(values: Sequence[float]) -> Estimate | None:
 
 @dataclass(frozen=True)
 class Delta:
-    """Relative change of a variant against the baseline, in percent, with a 95% interval."""
+    """Relative change of a variant against a reference, in percent, with a 95% interval, and the smallest change
+    that counts (the experiment's `ranking.min_effect_pct`)."""
 
     pct: float
     half_width_pct: float
+    min_effect_pct: float = 0.0
 
     @property
     def significant(self) -> bool:
-        return abs(self.pct) > self.half_width_pct
+        """Outside the noise (the interval excludes 0) *and* at least the practical threshold: the one rule
+        behind every delta mark of every report and behind the ranking's ties."""
+        return abs(self.pct) > self.half_width_pct and abs(self.pct) >= self.min_effect_pct
 
 
-def delta(variant: Estimate, baseline: Estimate) -> Delta | None:
-    """(variant − baseline) / baseline with Welch's interval for the difference, scaled by the baseline mean.
+def delta(variant: Estimate, reference: Estimate, min_effect_pct: float = 0.0) -> Delta | None:
+    """(variant − reference) / reference with Welch's interval for the difference, scaled by the reference mean.
 
-    The baseline's own uncertainty in the denominator is ignored (first-order), which is fine while its CI is
+    The reference's own uncertainty in the denominator is ignored (first-order), which is fine while its CI is
     small against its mean; with a single repeat on either side the interval is infinite."""
-    if baseline.mean == 0:
+    if reference.mean == 0:
         return None
-    diff = variant.mean - baseline.mean
-    if variant.n < 2 or baseline.n < 2:
-        return Delta(100 * diff / abs(baseline.mean), math.inf)
-    va, vb = variant.sd**2 / variant.n, baseline.sd**2 / baseline.n
+    pct = 100 * (variant.mean - reference.mean) / abs(reference.mean)
+    if variant.n < 2 or reference.n < 2:  # noqa: PLR2004 - an interval needs two repeats
+        return Delta(pct, math.inf, min_effect_pct)
+    va, vb = variant.sd**2 / variant.n, reference.sd**2 / reference.n
     se = math.sqrt(va + vb)
     if se == 0:
-        return Delta(100 * diff / abs(baseline.mean), 0.0)
-    df = (va + vb) ** 2 / ((va**2 / (variant.n - 1)) + (vb**2 / (baseline.n - 1)))
-    return Delta(100 * diff / abs(baseline.mean), 100 * t975(df) * se / abs(baseline.mean))
+        return Delta(pct, 0.0, min_effect_pct)
+    df = (va + vb) ** 2 / ((va**2 / (variant.n - 1)) + (vb**2 / (reference.n - 1)))
+    return Delta(pct, 100 * t975(df) * se / abs(reference.mean), min_effect_pct)

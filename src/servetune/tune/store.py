@@ -26,6 +26,8 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 FINISHED: tuple[VariantStatus, ...] = ("done", "failed", "skipped")
+STORE_NAME = "servetune.db"
+"""The store's file name inside an experiment folder."""
 
 
 class Store:
@@ -168,6 +170,13 @@ class Store:
                 )
             )
         return out
+
+    def record(self, key: str) -> VariantRecord:
+        """One variant's record (it must have been added)."""
+        found = next((r for r in self.records() if r.key == key), None)
+        if found is None:
+            raise KeyError(key)
+        return found
 
     def next_position(self) -> int:
         row = self._db.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM variants").fetchone()

@@ -11,7 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.engines.config import EngineConfig, FlagValue
-from servetune.tune.experiment import Change, ClientSpec, Experiment, Grid, Matrix
+from servetune.load.backend import ClientSpec
+from servetune.tune.experiment import Change, Experiment, Grid, Matrix
 
 CLIENT_PREFIX = "client."
 """A grid dimension named `client.<field>` varies a client setting (no engine restart) instead of a flag."""
@@ -31,14 +32,19 @@ class Variant(BaseModel):
     note: str | None = None
 
     def key(self) -> str:
-        """Identity of the measurement: stage, launch and client settings (a later stage re-measures its
-        baseline next to its own variants rather than trusting a number from an earlier, differently warm run)."""
-        blob = json.dumps([self.stage, self.config.key(), self.client.model_dump(mode="json")], sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        """Identity of the measurement: the stage and the variant's name (names are unique within a stage, so
+        two declared variants with equal configs are both measured and reported, each under its own name; a
+        later stage re-measures its baseline next to its own variants rather than trusting an earlier run)."""
+        return hashlib.sha256(json.dumps([self.stage, self.name]).encode()).hexdigest()[:12]
 
     def launch_key(self) -> str:
         """Variants with equal launch keys share one engine start."""
         return self.config.key()
+
+    def measurement_key(self) -> str:
+        """Variants with equal launch and client settings measure the same thing (reports say so)."""
+        blob = json.dumps([self.config.key(), self.client.model_dump(mode="json")], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def base_config(exp: Experiment) -> EngineConfig:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.suite.requests import Reply
 from servetune.suite.result import ProbeResult
@@ -18,6 +18,12 @@ class Params(BaseModel):
     """Base of every probe's parameters: strict, frozen (an experiment file's typo is an error)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    only_when_changed: list[str] = Field(
+        default_factory=list,
+        description="Run only on the baseline and on variants that change one of these flags "
+        "(seed 001 ran its 2048-token test only where the MTP setting changed).",
+    )
 
 
 def speed_figures(prefix_label: str) -> tuple[Figure, ...]:

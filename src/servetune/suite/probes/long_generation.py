@@ -15,11 +15,6 @@ from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
 
 class LongGeneration(Params):
     output_tokens: int = Field(default=2048, ge=2)
-    only_when_changed: list[str] = Field(
-        default_factory=list,
-        description="Run only on the baseline and on variants that change one of these flags "
-        "(seed 001 ran its 2048-token test only where the MTP setting changed).",
-    )
 
 
 async def run(ctx: ProbeContext, p: LongGeneration) -> ProbeResult:

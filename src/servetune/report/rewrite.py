@@ -5,18 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from servetune.errors import ServetuneError
+from servetune.report.files import write_ranked
 from servetune.tune.experiment import Experiment
 from servetune.tune.rank import rank
-from servetune.tune.runner import STORE_NAME
-from servetune.tune.store import Store
+from servetune.tune.store import STORE_NAME, Store
 
 
 def rewrite_reports(folder: Path) -> dict[str, Path]:
     """Ranks what the store holds (finished or not) and writes every report file again."""
-    from servetune.report.files import write_reports
-    from servetune.tune.environment import environment
-    from servetune.tune.recommend import recommend
-
     path = folder / STORE_NAME
     if not path.is_file():
         raise ServetuneError(
@@ -29,6 +25,4 @@ def rewrite_reports(folder: Path) -> dict[str, Path]:
         records = store.records()
     finally:
         store.close()
-    ranking = rank(exp, records)
-    versions = {r.variant.config.engine: r.facts.get("version") for r in records}
-    return write_reports(folder, exp, ranking, recommend(exp, ranking), environment(versions))
+    return write_ranked(folder, exp, records, rank(exp, records))

@@ -1,0 +1,190 @@
+"""The tuning loop, thin on purpose: for each stage, ask its variant source for a batch, plan the batch (planner
+check, estimates, launch groups), hand the launch groups to the executor, tell the source how each variant did,
+and carry the stage's winner into the next stage as its base. Everything it does is stored as it happens, so
+`resume=True` repeats nothing; the reports are written by the caller (`servetune.report`), not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from servetune.engines.config import EngineConfig
+from servetune.tune.estimates import ESTIMATE_PROBE, Predictor, predictor
+from servetune.tune.executor import Executor, LocalExecutor
+from servetune.tune.experiment import Experiment, Stage
+from servetune.tune.plan import BatchPlan, plan_batch
+from servetune.tune.progress import Emit, Progress
+from servetune.tune.rank import Ranking, rank
+from servetune.tune.result import RunResult, VariantRecord
+from servetune.tune.session import LaunchSession, Launcher, default_launcher
+from servetune.tune.sources import Feasible, SearchSource, source_for
+from servetune.tune.store import FINISHED, STORE_NAME, Store
+from servetune.tune.variants import Variant, base_config
+
+
+@dataclass
+class Outcome:
+    """What `run_experiment` leaves behind (the store holds the rest)."""
+
+    out_dir: Path
+    records: list[VariantRecord]
+    ranking: Ranking
+    launches: int
+
+
+def fingerprint(exp: Experiment) -> str:
+    """Identity of an experiment's content: a resumed run must be the same experiment."""
+    return hashlib.sha256(exp.model_dump_json().encode()).hexdigest()[:16]
+
+
+def default_feasibility(exp: Experiment) -> Feasible | None:
+    """The planner's verdict for vLLM configs on the experiment's GPU (None on CPU or without a GPU name).
+    A config the planner cannot read (no local config.json) is not judged: it is launched."""
+    hardware = exp.hardware.resolved()
+    if hardware is None:
+        return None
+    from servetune.errors import ServetuneError
+    from servetune.plan.api import plan_for
+
+    gpu, count = hardware
+
+    def check(config: EngineConfig) -> list[str]:
+        if config.engine not in {"vllm", "sim"}:
+            return []
+        try:
+            plan = plan_for(config, gpu, count, vllm_version=config.version)
+        except ServetuneError:
+            return []
+        if plan.feasible:
+            return []
+        return [*plan.reasons, *(f"fix: {fix}" for fix in plan.fixes[:3])] or ["the planner says it does not fit"]
+
+    return check
+
+
+def run_experiment(
+    exp: Experiment,
+    out_dir: Path,
+    *,
+    resume: bool = False,
+    emit: Emit = print,
+    launcher: Launcher | None = None,
+    feasibility: Feasible | None | Callable[[EngineConfig], list[str]] = None,
+    executor: Executor | None = None,
+    reorder: bool = True,
+) -> Outcome:
+    """Runs (or resumes) an experiment into `out_dir`. `launcher` and `feasibility` default to the real engines
+    and the planner; `reorder=False` keeps the declared order (the ordering benchmark)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(out_dir / STORE_NAME)
+    try:
+        store.check_experiment(fingerprint(exp), resume)
+        store.set_meta("experiment", exp.model_dump(mode="json"))
+        progress = Progress(emit)
+        session = LaunchSession(
+            exp, out_dir, store, progress, launcher or default_launcher(lambda line: emit(f"  engine: {line}")), emit
+        )
+        loop = _Loop(exp, store, session, executor or LocalExecutor(), feasibility or default_feasibility(exp), reorder)
+        loop.run()
+        records = store.records()
+    finally:
+        store.close()
+    return Outcome(out_dir, records, rank(exp, records), session.launches)
+
+
+@dataclass
+class _Loop:
+    exp: Experiment
+    store: Store
+    session: LaunchSession
+    executor: Executor
+    feasibility: Feasible | None
+    reorder: bool
+
+    def run(self) -> None:
+        base, client = base_config(self.exp), self.exp.client
+        predict: Predictor | None = predictor(self.exp) if self.exp.estimate.mode != "off" else None
+        for stage in self.exp.variants.as_stages():
+            winner = self.run_stage(stage, base, client, predict)
+            if winner is not None:
+                base, client = winner.config, winner.client
+
+    def run_stage(self, stage: Stage, base: EngineConfig, client: object, predict: Predictor | None) -> Variant | None:
+        """Runs one stage and returns its winner (the next stage's base), None when nothing qualified."""
+        from servetune.load.backend import ClientSpec
+
+        assert isinstance(client, ClientSpec)
+        goal = self.exp.resolved_objective().direction
+        source = source_for(stage, base, client, goal, self.feasibility)
+        if isinstance(source, SearchSource):
+            for record in self._stage_records(stage):
+                if record.status in FINISHED:
+                    source.replay(record.variant, self._value(record), record.gpu_minutes)
+        while batch := source.ask():
+            plan = plan_batch(
+                self.exp,
+                batch,
+                feasibility=self.feasibility,
+                predictor=None if isinstance(source, SearchSource) else predict,
+                reorder=self.reorder,
+            )
+            self._run_batch(plan)
+            for variant in batch:
+                record = self.store.record(variant.key())
+                source.tell(variant, self._value(record), record.gpu_minutes)
+        if isinstance(source, SearchSource):
+            for variant, reasons in source.rejected:
+                self.store.add_variant(variant, self.store.next_position())
+                self.store.set_status(variant.key(), "skipped", skip_reasons=reasons)
+        winner = rank(self.exp, self._stage_records(stage)).winner
+        return winner.record.variant if winner else None
+
+    def _run_batch(self, plan: BatchPlan) -> None:
+        """Registers the batch (estimate-only and infeasible variants with their reasons), then runs the launch
+        groups of what is not finished yet."""
+        start = self.store.next_position()
+        for offset, planned in enumerate(plan.planned):
+            self.store.add_variant(planned.variant, start + offset)
+        for planned in plan.planned:
+            key = planned.variant.key()
+            if planned.prediction is not None:
+                note = "; ".join(planned.reasons) or "predicted by the simulator"
+                self.store.add_run(
+                    RunResult(
+                        variant_key=key,
+                        probe=ESTIMATE_PROBE,
+                        repeat=0,
+                        result=planned.prediction.as_result(note),
+                        wall_s=0.0,
+                    )
+                )
+            if self.store.status(key) in FINISHED:
+                continue
+            if planned.action == "estimate_only":
+                self.store.set_status(
+                    key, "skipped", skip_reasons=[f"not launched: {r}" for r in planned.reasons], estimated=True
+                )
+            elif planned.action == "infeasible":
+                self.store.set_status(key, "skipped", skip_reasons=list(planned.reasons))
+                self.session.emit(f"skip {planned.variant.name}: {'; '.join(planned.reasons)}")
+        for note in plan.notes:
+            self.session.emit(note)
+        groups = [[v for v in group if self.store.status(v.key()) not in FINISHED] for group in plan.launch_groups]
+        groups = [g for g in groups if g]
+        todo = [v for g in groups for v in g]
+        progress = self.session.progress
+        progress.plan(
+            self.exp.suite.probes.enabled(), self.exp.suite.repeats * len(todo), len(groups), len(plan.planned)
+        )
+        progress.variants_done += len(plan.planned) - len(todo)
+        self.executor.run(groups, self.session)
+
+    def _stage_records(self, stage: Stage) -> list[VariantRecord]:
+        return [r for r in self.store.records() if r.variant.stage == stage.name]
+
+    def _value(self, record: VariantRecord) -> float | None:
+        entry = rank(self.exp, [record]).entries[0]
+        return entry.objective.mean if entry.eligible and entry.objective else None

@@ -1,0 +1,210 @@
+"""The plan of an experiment: for each batch of variants a source hands out, what happens to each — launched (in
+which launch group, in which order), judged by the simulator only, or skipped because the planner says it cannot
+run — before anything launches.
+
+One function (`plan_batch`) makes it; `servetune tune --check` prints the plan of every stage's first batch and
+the loop executes the plans it makes as it goes, so what `--check` shows is what the run does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from servetune.tune.estimates import Prediction, Predictor, judge
+from servetune.tune.experiment import Experiment, Stage
+from servetune.tune.order import count_launches, order_variants
+from servetune.tune.sources import Feasible, SearchSource, source_for
+from servetune.tune.variants import Variant, base_config
+
+Action = Literal["launch", "estimate_only", "infeasible"]
+
+
+@dataclass(frozen=True)
+class PlannedVariant:
+    """One variant's fate in its batch, with the reasons."""
+
+    variant: Variant
+    action: Action
+    reasons: tuple[str, ...] = ()
+    prediction: Prediction | None = None
+    same_as: str | None = None
+    """The name of an earlier variant of the batch that measures exactly the same launch and client settings."""
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """A batch in run order: the launch groups (variants sharing one engine start), then the rest."""
+
+    stage: str
+    launch_groups: tuple[tuple[Variant, ...], ...]
+    planned: tuple[PlannedVariant, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def launches(self) -> int:
+        return len(self.launch_groups)
+
+    def by_action(self, action: Action) -> list[PlannedVariant]:
+        return [p for p in self.planned if p.action == action]
+
+
+def plan_batch(
+    exp: Experiment,
+    batch: list[Variant],
+    *,
+    feasibility: Feasible | None,
+    predictor: Predictor | None,
+    reorder: bool = True,
+) -> BatchPlan:
+    """Decides every variant's fate: infeasible ones (the planner's reasons) are set aside, the simulator orders
+    (or prunes) the rest when `estimate.mode` asks for it, and what is launched is grouped by launch."""
+    verdicts: dict[str, list[str]] = {}
+    fit, infeasible = [], []
+    for variant in batch:
+        key = variant.launch_key()
+        if key not in verdicts:
+            verdicts[key] = feasibility(variant.config) if feasibility else []
+        (infeasible if verdicts[key] else fit).append(variant)
+    ordered = order_variants(fit) if reorder else list(fit)
+    notes: list[str] = []
+    pruned: list[Variant] = []
+    predictions: dict[str, Prediction] = {}
+    estimate_notes: dict[str, str] = {}
+    if exp.estimate.mode != "off" and predictor is not None and ordered:
+        predictions = {v.key(): predictor(v.config) for v in ordered}
+        verdict = judge(exp, ordered, predictions)
+        ordered, pruned, estimate_notes = verdict.launch, verdict.pruned, verdict.notes
+        notes.append(
+            f"estimate: judged {verdict.judged} of {len(fit)} variants; launching {len(ordered)}"
+            + (f", {len(pruned)} judged by estimate only" if pruned else "")
+        )
+    groups: list[list[Variant]] = []
+    for variant in ordered:
+        if groups and groups[-1][0].launch_key() == variant.launch_key():
+            groups[-1].append(variant)
+        else:
+            groups.append([variant])
+    first_of: dict[str, str] = {}
+    planned = []
+    for variant in ordered:
+        same = first_of.setdefault(variant.measurement_key(), variant.name)
+        note = (estimate_notes[variant.key()],) if variant.key() in estimate_notes else ()
+        planned.append(
+            PlannedVariant(
+                variant,
+                "launch",
+                note,
+                predictions.get(variant.key()),
+                same_as=same if same != variant.name else None,
+            )
+        )
+    planned += [
+        PlannedVariant(v, "estimate_only", (estimate_notes.get(v.key(), ""),), predictions.get(v.key())) for v in pruned
+    ]
+    planned += [PlannedVariant(v, "infeasible", tuple(verdicts[v.launch_key()])) for v in infeasible]
+    return BatchPlan(batch[0].stage if batch else "", tuple(tuple(g) for g in groups), tuple(planned), tuple(notes))
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """A stage as `--check` shows it: its first batch planned on the experiment's base."""
+
+    stage: Stage
+    base_from: str
+    batch: BatchPlan
+    declared_launches: int
+    search: str | None = None
+
+
+@dataclass(frozen=True)
+class ExperimentPlan:
+    """Every stage's plan, the suite, and the notes a user should read before launching."""
+
+    name: str
+    stages: tuple[StagePlan, ...]
+    probes: tuple[str, ...]
+    repeats: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def lines(self) -> list[str]:
+        """The plan as `servetune tune --check` prints it."""
+        out = [f"experiment {self.name}: valid"]
+        for sp in self.stages:
+            batch = sp.batch
+            head = f"stage {sp.stage.name}: "
+            if sp.search:
+                head += sp.search
+            else:
+                head += (
+                    f"{len(batch.planned)} variants, {batch.launches} engine starts (declared order: "
+                    f"{sp.declared_launches})"
+                )
+            if sp.base_from != "experiment":
+                head += f"; its base is the winner of stage {sp.base_from}"
+            out.append(head)
+            out += [f"  {note}" for note in batch.notes]
+            for p in batch.planned:
+                change = ", ".join(f"{k}={v}" for k, v in p.variant.changes.items()) or "(baseline)"
+                mark = {"launch": "", "estimate_only": "estimate only: ", "infeasible": "skipped: "}[p.action]
+                detail = "; ".join(r for r in p.reasons if r)
+                if p.same_as:
+                    detail = f"same launch and client as {p.same_as}" + (f"; {detail}" if detail else "")
+                shown = f"  [{mark}{detail}]" if mark or detail else ""
+                out.append(f"  {p.variant.name:28s} {p.variant.config.engine:9s} {change}{shown}")
+        out.append(f"suite: {', '.join(self.probes)} × {self.repeats} repeats")
+        out += list(self.notes)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "experiment": self.name,
+            "stages": [
+                {
+                    "name": sp.stage.name,
+                    "base_from": sp.base_from,
+                    "search": sp.search,
+                    "launches": sp.batch.launches,
+                    "variants": [
+                        {
+                            "name": p.variant.name,
+                            "action": p.action,
+                            "reasons": list(p.reasons),
+                            "same_as": p.same_as,
+                            "config": p.variant.config.model_dump(mode="json"),
+                            "changes": p.variant.changes,
+                            "prediction": p.prediction.figures if p.prediction else None,
+                        }
+                        for p in sp.batch.planned
+                    ],
+                }
+                for sp in self.stages
+            ],
+            "probes": list(self.probes),
+            "repeats": self.repeats,
+        }
+
+
+def plan_experiment(exp: Experiment, *, feasibility: Feasible | None, predictor: Predictor | None) -> ExperimentPlan:
+    """The plan `--check` prints: every stage's first batch on the experiment's own base (a later stage's real
+    base is the previous stage's winner, known only once that stage ran)."""
+    base, client = base_config(exp), exp.client
+    stages = []
+    goal = exp.resolved_objective().direction
+    previous = "experiment"
+    for stage in exp.variants.as_stages():
+        source = source_for(stage, base, client, goal, feasibility)
+        search = None
+        if isinstance(source, SearchSource):
+            assert stage.search is not None
+            search = (
+                f"search over {', '.join(stage.search.space)} (≤ {stage.search.max_trials} trials, "
+                f"≤ {stage.search.budget_gpu_minutes:g} GPU-minutes); one point at a time"
+            )
+            batch: list[Variant] = []
+        else:
+            batch = source.ask()
+        planned = plan_batch(exp, batch, feasibility=feasibility, predictor=predictor)
+        stages.append(StagePlan(stage, previous, planned, count_launches(batch), search))
+        previous = stage.name
+    return ExperimentPlan(exp.name, tuple(stages), tuple(exp.suite.probes.enabled()), exp.suite.repeats)

@@ -1,0 +1,221 @@
+"""One launch group's session: launch the engine once → ready → warm-up → every probe × repeat of every variant in
+the group that is not stored yet → stop. Each probe run lands in the store the moment it finishes; a launch
+failure or an engine death is recorded with the engine adapter's failure class and the log lines that prove it,
+and the variants the dead engine could not serve are launched again.
+
+A session needs only its experiment, its folder and a launcher, so an executor may run it anywhere (the local
+machine today; a GPU slot or a Ray worker later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from servetune.engines.config import EngineConfig
+from servetune.engines.failures import EngineLaunchError
+from servetune.engines.models import resolve_model, resolve_tokenizer
+from servetune.errors import ServetuneError
+from servetune.load.backend import LiveBackend
+from servetune.metrics.slo import wall_clock_slos
+from servetune.suite.requests import warm_up
+from servetune.suite.run import run_probe
+from servetune.suite.spec import ProbeContext, get_probe
+from servetune.tune.experiment import Experiment
+from servetune.tune.progress import Emit, Progress, stopwatch
+from servetune.tune.result import Failure, RunResult
+from servetune.tune.store import Store
+from servetune.tune.variants import Variant
+
+if TYPE_CHECKING:
+    from servetune.engines.launch import RunningEngine
+
+Launcher = Callable[[EngineConfig, Path, float], "RunningEngine"]
+"""(config, log folder, startup timeout) → a ready engine (a context manager that stops it)."""
+
+TIME_SCALE_FLAG = "time-scale"
+
+
+def time_scale(config: EngineConfig) -> float:
+    """Simulated seconds per wall second of a launch: the sim's `time-scale` flag, 1 for real engines."""
+    if config.engine != "sim":
+        return 1.0
+    value = config.flags.get(TIME_SCALE_FLAG)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return 1.0
+    try:
+        scale = float(value)
+    except ValueError:
+        return 1.0
+    return scale if scale > 0 else 1.0
+
+
+def default_launcher(emit: Emit) -> Launcher:
+    """Real engines through `servetune.engines.launch`, their progress lines passed to `emit`."""
+
+    def launch(config: EngineConfig, log_dir: Path, startup_timeout_s: float) -> RunningEngine:
+        from servetune.engines.launch import launch as engine_launch
+
+        return engine_launch(config, log_dir=log_dir, startup_timeout_s=startup_timeout_s, on_progress=emit)
+
+    return launch
+
+
+@dataclass
+class LaunchSession:
+    """Runs launch groups of one experiment into its store."""
+
+    exp: Experiment
+    out_dir: Path
+    store: Store
+    progress: Progress
+    launcher: Launcher
+    emit: Emit = print
+    launches: int = 0
+
+    def run(self, group: list[Variant]) -> None:
+        """Launches once per engine life and runs every variant of the group until each is done or failed."""
+        pending = list(group)
+        while pending:
+            pending = self._launch_and_run(pending)
+
+    def _launch_and_run(self, group: list[Variant]) -> list[Variant]:
+        """Launches once and runs variants until done or the engine dies; returns those still to run."""
+        first = group[0]
+        for variant in group:
+            self.store.set_status(variant.key(), "running")
+        self.progress.say(first.name, "launching engine")
+        clock = stopwatch()
+        log_dir = self.out_dir / "logs" / _safe(first.name)
+        try:
+            with self.launcher(resolve_model(first.config), log_dir, self.exp.engine.startup_timeout_s) as engine:
+                launch_s = clock()
+                self.launches += 1
+                self.progress.launched(launch_s)
+                facts = _facts(engine)
+                asyncio.run(warm_up(ProbeContext(self._backend(first, engine, facts)), self.exp.suite.warmup_requests))
+                for position, variant in enumerate(group):
+                    self.store.set_status(variant.key(), "running", launch_s=launch_s, facts=facts)
+                    died = self._run_suite(variant, engine, facts, launch_s if position == 0 else 0.0)
+                    self.progress.variants_done += 1
+                    if died:
+                        return group[position + 1 :]
+        except EngineLaunchError as err:
+            failure = Failure(klass=err.failure.klass, excerpt=err.failure.excerpt, hint=err.failure.hint)
+            for variant in group:
+                self._fail(variant, failure, clock())
+        except ServetuneError as err:  # the engine could not even be started (not installed, bad model path...)
+            failure = Failure(klass="launch_error", excerpt=err.problem, hint=err.fix)
+            for variant in group:
+                self._fail(variant, failure, clock())
+        return []
+
+    def _backend(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any]) -> LiveBackend:
+        client = variant.client
+        tokenizer = resolve_tokenizer(client.tokenizer)
+        return LiveBackend(
+            engine.base_url,
+            engine.model_name,
+            client=client.model_copy(update={"tokenizer": tokenizer}) if tokenizer != client.tokenizer else client,
+            sampling=self.exp.sampling_presets.get(client.sampling or "", {}),
+            engine=variant.config.engine,
+            max_model_len=facts.get("max_model_len") or facts.get("n_ctx_per_slot"),
+            time_scale=time_scale(variant.config),
+            gpu_count=self.exp.hardware.gpus,
+        )
+
+    def _run_suite(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any], launch_s: float) -> bool:
+        """Runs every probe × repeat not yet stored; returns True when the engine died on the way. The launch's
+        time is charged to the first variant of the launch (GPU-minutes count whole launches)."""
+        watch = stopwatch()
+
+        def clock() -> float:
+            return watch() + launch_s
+
+        done = self.store.finished_runs(variant.key())
+        backend = self._backend(variant, engine, facts)
+        slos = wall_clock_slos(dict(self.exp.slos), backend.time_scale)
+        repeats = self.exp.suite.repeats
+        for name in self.exp.suite.probes.enabled():
+            spec, params = get_probe(name), self.exp.suite.probes.params(name)
+            if not applies(params, variant):
+                self.progress.skip(name, repeats)
+                continue
+            for repeat in range(repeats):
+                if (name, repeat) in done:
+                    self.progress.skip(name)
+                    continue
+                if not engine.alive():
+                    self._fail(variant, _death(engine, name), clock())
+                    return True
+                self.progress.say(variant.name, f"{name} {repeat + 1}/{repeats}")
+                run_clock = stopwatch()
+                ctx = ProbeContext(backend, slos=slos, seed=_seed(variant, repeat), facts=facts)
+                result = asyncio.run(run_probe(spec, ctx, params))
+                self.store.add_run(
+                    RunResult(
+                        variant_key=variant.key(),
+                        probe=name,
+                        repeat=repeat,
+                        result=result,
+                        wall_s=run_clock(),
+                        time_scale=backend.time_scale,
+                    )
+                )
+                self.progress.ran(name, run_clock())
+                if not engine.alive():
+                    self._fail(variant, _death(engine, name), clock())
+                    return True
+        wall = clock()
+        self.store.set_status(variant.key(), "done", wall_s=wall, gpu_minutes=gpu_minutes(self.exp, wall))
+        self.emit(f"done {variant.name} in {wall:.1f} s")
+        return False
+
+    def _fail(self, variant: Variant, failure: Failure, wall: float) -> None:
+        self.store.set_status(
+            variant.key(), "failed", failure=failure, wall_s=wall, gpu_minutes=gpu_minutes(self.exp, wall)
+        )
+        self.emit(f"FAILED {variant.name}: {failure.klass} during {failure.during}")
+        self.skip_all(variant)
+
+    def skip_all(self, variant: Variant) -> None:
+        """Takes a variant's remaining probe runs out of the progress plan (it will not run them)."""
+        done = self.store.finished_runs(variant.key())
+        for probe in self.exp.suite.probes.enabled():
+            self.progress.skip(probe, self.exp.suite.repeats - sum(1 for p, _ in done if p == probe))
+
+
+def applies(params: object, variant: Variant) -> bool:
+    """A probe restricted with `only_when_changed` runs on the baseline and on variants touching those flags."""
+    only = getattr(params, "only_when_changed", None) or []
+    return not only or variant.baseline or any(flag in variant.changes for flag in only)
+
+
+def gpu_minutes(exp: Experiment, wall_s: float) -> float:
+    return wall_s / 60 * max(1, exp.hardware.gpus)
+
+
+def _seed(variant: Variant, repeat: int) -> int:
+    """A seed per (variant, repeat): prompts differ between runs, so no run finds another's prefix cached."""
+    digest = hashlib.sha256(f"{variant.key()}/{repeat}".encode()).hexdigest()
+    return int(digest[:8], 16)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
+
+
+def _facts(engine: RunningEngine) -> dict[str, Any]:
+    """The engine's startup facts that its log stated (KV cache size, slots, version...)."""
+    return {k: v for k, v in engine.facts.model_dump(mode="json").items() if v is not None}
+
+
+def _death(engine: RunningEngine, probe: str) -> Failure:
+    info = engine.classify_death()
+    if info is None:  # dead by the process table, alive by the group's own view: say what is known
+        return Failure(klass="died_under_load", during=probe)
+    return Failure(klass=info.klass, excerpt=info.excerpt, hint=info.hint, during=probe)

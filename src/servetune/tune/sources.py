@@ -1,0 +1,117 @@
+"""Where a stage's variants come from, behind one ask/tell interface (as Optuna's samplers and AIPerf's search
+planner): `ask()` gives the next batch of variants to measure (empty once the source is done), `tell()` reports one
+variant's outcome. A matrix or a grid hands out every variant in its first batch; a search asks Optuna for one
+point at a time and learns from each result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from servetune.engines.config import EngineConfig
+from servetune.load.backend import ClientSpec
+from servetune.tune.experiment import Search, Stage
+from servetune.tune.search import SearchSession
+from servetune.tune.variants import (
+    Variant,
+    apply_change,
+    change_from_point,
+    describe_change,
+    grid_variants,
+    matrix_variants,
+    point_name,
+)
+
+Feasible = Callable[[EngineConfig], list[str]]
+"""Reasons a config cannot run on the experiment's hardware (empty = it fits): the planner's verdict."""
+
+
+class VariantSource(Protocol):
+    """A stage's supply of variants."""
+
+    def ask(self) -> list[Variant]:
+        """The next variants to measure; empty when the stage has nothing more to try."""
+
+    def tell(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
+        """One variant's objective value (None: failed, skipped or missed the SLOs) and what it cost."""
+
+
+class FixedSource:
+    """A matrix or a grid: every variant at once, in declaration order; nothing to learn."""
+
+    def __init__(self, variants: list[Variant]) -> None:
+        self._variants = variants
+        self._given = False
+
+    def ask(self) -> list[Variant]:
+        if self._given:
+            return []
+        self._given = True
+        return list(self._variants)
+
+    def tell(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
+        return None
+
+
+class SearchSource:
+    """Bayesian search over the stage's space: one point per ask, within its budget of trials and GPU-minutes.
+
+    Points the planner rejects never reach `ask`'s caller: they are told to the sampler as infeasible on the spot
+    and kept in `rejected` (the loop records them as skipped)."""
+
+    def __init__(
+        self, stage: Stage, search: Search, base: EngineConfig, client: ClientSpec, goal: str, feasible: Feasible | None
+    ) -> None:
+        self.stage = stage
+        self.base, self.client = base, client
+        self._points: dict[str, dict[str, Any]] = {}
+
+        def judge(point: dict[str, Any]) -> list[str]:
+            return feasible(self.make(point).config) if feasible else []
+
+        self.session = SearchSession(search, goal, judge)
+
+    def make(self, point: dict[str, Any]) -> Variant:
+        change = change_from_point(point)
+        config, client = apply_change(self.base, self.client, change)
+        return Variant(
+            name=point_name(point),
+            stage=self.stage.name,
+            config=config,
+            client=client,
+            changes=describe_change(change),
+        )
+
+    def replay(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
+        """A trial finished in an earlier session (from the store): the study continues where it stopped."""
+        assert self.stage.search is not None
+        point = {name: variant.config.flags.get(name) for name in self.stage.search.space}
+        self.session.replay(point, value, gpu_minutes)
+
+    def ask(self) -> list[Variant]:
+        point = self.session.ask()
+        if point is None:
+            return []
+        variant = self.make(point)
+        self._points[variant.key()] = point
+        return [variant]
+
+    def tell(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
+        self.session.tell(self._points.pop(variant.key()), value, gpu_minutes)
+
+    @property
+    def rejected(self) -> list[tuple[Variant, list[str]]]:
+        return [(self.make(point), reasons) for point, reasons in self.session.rejected]
+
+
+def source_for(
+    stage: Stage, base: EngineConfig, client: ClientSpec, goal: str, feasible: Feasible | None
+) -> VariantSource:
+    """The source of one stage's variants, built on the stage's base (the previous stage's winner)."""
+    if stage.search is not None:
+        return SearchSource(stage, stage.search, base, client, goal, feasible)
+    if stage.matrix is not None:
+        return FixedSource(matrix_variants(base, client, stage.matrix, stage.name))
+    assert stage.grid is not None
+    return FixedSource(grid_variants(base, client, stage.grid, stage.name))
