@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -25,7 +26,12 @@ def test_check_attached_server_passes(llama_server) -> None:
         app, ["check", "--url", llama_server.base_url, "--model", llama_server.model_name, "--long-context", "1000"]
     )
     assert result.exit_code == 0, result.output
-    assert "PASS" in result.output and "long context" in result.output and "1000 prompt tokens" in result.output
+    assert "PASS" in result.output and "long context" in result.output
+    as_json = CliRunner().invoke(
+        app,
+        ["check", "--url", llama_server.base_url, "--model", llama_server.model_name, "--long-context", "1000", "--json"],
+    )
+    assert re.search(r"PASS long context: 10[0-9][0-9] prompt tokens", as_json.output), as_json.output
 
 
 def test_check_fails_for_wrong_model_and_fits_a_too_long_context(llama_server) -> None:
