@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from servetune.cli import bench, demo, engine, plan, sim, tune
+from servetune.cli import bench, demo, engine, plan, serve, sim, tune
 from servetune.errors import ServetuneError
 
 app = typer.Typer(
@@ -21,7 +21,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (plan, engine, bench, tune, sim, demo):
+for _module in (plan, engine, bench, tune, sim, demo, serve):
     _module.register(app)
 
 
