@@ -49,6 +49,23 @@ def _fallback(path: Path | None, cfg, gpu: str | None, gpus: int | None, evidenc
     return plan_fallback(cfg, get_gpu(gpu_name), gpus or evidence.gpu_count)
 
 
+def _slos(items: list[str]) -> dict[str, float]:
+    """`ttft_p99_ms=500` items → {"ttft_p99_ms": 500.0}; names as in an experiment's `slos:`."""
+    import math
+
+    out: dict[str, float] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not key.endswith("_ms") or not math.isfinite(number) or number <= 0:
+            raise ServetuneError(f"bad --slo {item!r}", "write NAME_ms=POSITIVE, e.g. --slo ttft_p99_ms=500")
+        out[key] = number
+    return out
+
+
 def register(app: typer.Typer) -> None:
     """Adds `serve` and `deploy`."""
 
@@ -85,9 +102,10 @@ def register(app: typer.Typer) -> None:
         from servetune.operate.supervisor import ServeOptions, Supervisor
 
         extra = list(ctx.args)
+        given_source: Path | None = source
         if source is not None and str(source).startswith("-"):  # `serve --engine E --model M -- --flag ...`
-            source, extra = None, [str(source), *extra]
-        src = _source(source, engine, model, served_model_name, extra)
+            given_source, extra = None, [str(source), *extra]
+        src = _source(given_source, engine, model, served_model_name, extra)
         if switch is not None:
             from servetune.operate.source import load_source
             from servetune.operate.switch import request_switch
@@ -147,6 +165,7 @@ def register(app: typer.Typer) -> None:
         cold_start: float = typer.Option(None, "--cold-start-s", help="Measured cold start, when SOURCE has none."),
         cold_start_source: str = typer.Option(None, "--cold-start-source", help="Where --cold-start-s came from."),
         name: str = typer.Option("servetune", "--name", help="Name of the deployment, services and unit."),
+        slo: list[str] = typer.Option([], "--slo", help="An SLO the alerts use, e.g. ttft_p99_ms=500 (repeat)."),
     ) -> None:
         """Write deployment files (nginx, Prometheus rules and scrape config, Grafana dashboard, and docker
         compose / Kubernetes / systemd), every number sized from measurements and commented with its source."""
@@ -161,6 +180,7 @@ def register(app: typer.Typer) -> None:
             gpus=gpus,
             cold_start_s=cold_start,
             cold_start_source=cold_start_source,
+            slos=_slos(slo),
         )
         dest = out or (source / "deploy" if source.is_dir() else Path("deploy"))
         for path in write_deployment(inputs, dest, TARGETS if target == "all" else (target,)):

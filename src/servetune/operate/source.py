@@ -114,8 +114,9 @@ def _percentile_under_load(variant: dict[str, Any], key: str) -> tuple[float, fl
     return max(values) if values else None
 
 
-def load_tuning_folder(folder: Path) -> Source:
-    """The winner of a tuning folder's results.json, with what the run measured of it."""
+def load_tuning_folder(folder: Path, *, resolve: bool = True) -> Source:
+    """The winner of a tuning folder's results.json, with what the run measured of it (`resolve`: the `tiny`
+    model name becomes this machine's built tiny model, as serving needs; deployment files keep the name)."""
     path = folder / "results.json"
     if not path.is_file():
         raise ServetuneError(f"{folder} has no results.json", "pass the --out folder of a finished `servetune tune`")
@@ -134,9 +135,10 @@ def load_tuning_folder(folder: Path) -> Source:
         raise ServetuneError(f"{path}: the winner {winner!r} is not among its variants", "re-run `servetune report`")
     origin = f"tuning folder {folder} (winner {winner})"
     cfg = config_from_data(chosen.get("config"), f"{path} variants[{winner}].config")
-    from servetune.tune.models import resolve_model
+    if resolve:
+        from servetune.tune.models import resolve_model
 
-    cfg = resolve_model(cfg)
+        cfg = resolve_model(cfg)
     where = f"measured in {folder}, variant {winner}"
     longest: Sized | None = None
     for name, scale in LONGEST_REQUEST_FIGURES:
@@ -182,8 +184,8 @@ def load_tuning_folder(folder: Path) -> Source:
     )
 
 
-def load_source(path: Path) -> Source:
+def load_source(path: Path, *, resolve: bool = True) -> Source:
     """A tuning folder or an engine config file."""
     if path.is_dir():
-        return load_tuning_folder(path)
+        return load_tuning_folder(path, resolve=resolve)
     return Source(cfg=load_config_file(path), evidence=Evidence(origin=f"engine config {path}"))

@@ -234,7 +234,13 @@ class Supervisor:
         tmp = self.run_dir / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=1))
         tmp.replace(self.run_dir / STATE_FILE)
-        self.emit("serving", proxy_url=self.nginx.url, control_url=self.control.url, origin=self.origin)
+        self.emit(
+            "serving",
+            proxy_url=self.nginx.url,
+            control_url=self.control.url,
+            origin=self.origin,
+            nginx_pid=self.nginx.group.pid if self.nginx.group else None,
+        )
         for role in self.roles.values():
             self.metrics.set_state(role.name, "starting")
             self.metrics.fallback.labels(role=role.name).set(0)
