@@ -162,7 +162,7 @@ def test_alert_thresholds_come_from_slos_and_capacity() -> None:
         tpot_p99_s=alerts.latency_bound(None, Sized(value=0.04, source="measured"), "tpot_p99"),
         max_concurrency=Sized(value=10.0, source="facts"),
     )
-    data, header = alerts.rules(inp)
+    data, _ = alerts.rules(inp)
     by = {r["alert"]: r for r in data["groups"][0]["rules"]}
     assert by["TTFTp99AboveSLO"]["expr"].endswith("> 0.5") and "SLO" in by["TTFTp99AboveSLO"]["annotations"]["source"]
     assert by["TPOTp99AboveSLO"]["expr"].endswith("> 0.08")  # no SLO: 2x the measured p99

@@ -168,6 +168,23 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+def _holding(pids: set[int], inode: str) -> bool:
+    """True while one of `pids` has the socket `inode` open."""
+    target = f"socket:[{inode}]"
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 def nginx_binary() -> str:
     """The nginx executable (Debian puts it in /usr/sbin, which a non-root PATH may lack)."""
     found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
@@ -248,12 +265,29 @@ class Nginx:
         self._write(upstreams)
         os.kill(self.group.pid, signal.SIGHUP)  # the master re-reads the config; our own child, by pid
         deadline = time.monotonic() + timeout_s
-        while not (self.workers() - old):
+        listener = self._listener_inode()
+        # In force once a new worker runs and no old worker holds the listening socket any more (an old worker
+        # that has not yet handled its QUIT would still accept connections and serve them with the old config).
+        while not (self.workers() - old) or (listener and _holding(old, listener)):
             if time.monotonic() > deadline:
                 raise ServetuneError("nginx did not take the new config", f"read {self.prefix / 'error.log'}")
-            time.sleep(0.005)
+            time.sleep(0.002)
         self.upstreams = dict(upstreams)
         return old
+
+    def _listener_inode(self) -> str | None:
+        """The inode of nginx's listening socket (from /proc/net/tcp), to see which workers still accept."""
+        host, _, port = self.settings.listen.rpartition(":")
+        want = f"{int(port):04X}"
+        try:
+            rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        except OSError:
+            return None
+        for row in rows:
+            cols = row.split()
+            if cols[1].endswith(":" + want) and cols[3] == "0A":
+                return cols[9]
+        return None
 
     def wait_gone(self, pids: set[int], timeout_s: float) -> bool:
         """True once every pid in `pids` has exited (old workers: their in-flight requests are finished)."""

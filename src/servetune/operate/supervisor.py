@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servetune.engines.config import EngineConfig
+from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import EngineLaunchError, classify_log
 from servetune.engines.launch import RunningEngine, launch
 from servetune.errors import ServetuneError
@@ -43,6 +44,7 @@ from servetune.operate.metrics import SupervisorMetrics
 from servetune.operate.proxy import Nginx, ProxySettings
 from servetune.operate.secrets import Redactor, public_config
 from servetune.operate.sizing import Sized, long_prompt_bytes
+from servetune.process.logfollow import read_text
 from servetune.process.ports import free_port
 from servetune.process.proctable import living
 
@@ -409,14 +411,15 @@ class Supervisor:
         old = self.apply_proxy()
         self.metrics.set_state(role.name, "ready")
         self.metrics.started(role.name)
-        capacity = capacity_of_facts(engine.facts, engine.cfg)
+        facts = _facts_now(engine)
+        capacity = capacity_of_facts(facts, engine.cfg)
         self.emit(
             "state",
             role=role.name,
             state="ready",
             pid=engine.pid,
             url=engine.base_url,
-            facts=engine.facts.model_dump(exclude_none=True),
+            facts=facts.model_dump(exclude_none=True),
             capacity=capacity.model_dump(exclude_none=True),
             **info,
         )
@@ -580,6 +583,16 @@ class Supervisor:
                 },
             }
         )
+
+
+def _facts_now(engine: RunningEngine) -> EngineFacts:
+    """The startup facts re-read from the whole log: some lines (llama.cpp's slot setup) can land just after
+    the server first answered, so the facts taken at readiness may miss them; after the acceptance probe they
+    are all there."""
+    if engine.adapter is None or engine.log_path is None:
+        return engine.facts
+    fresh = engine.adapter.parse_log(read_text(engine.log_path))
+    return engine.facts.model_copy(update={k: v for k, v in fresh.model_dump().items() if v is not None})
 
 
 def _members(engine: RunningEngine) -> list[Any]:
