@@ -35,12 +35,11 @@ def _source(source: Path | None, engine: str | None, model: str | None, served: 
 
 def _fallback(path: Path | None, cfg, gpu: str | None, gpus: int | None, evidence):
     from servetune.operate.fallback import given_fallback, plan_fallback
-    from servetune.operate.source import load_config_file
 
     if path is not None:
-        from servetune.tune.models import resolve_model
+        from servetune.operate.source import load_source
 
-        return given_fallback(resolve_model(load_config_file(path)), str(path))
+        return given_fallback(load_source(path).cfg, str(path))
     gpu_name = gpu or evidence.gpu
     if cfg.engine != "vllm" or not gpu_name:
         return None
@@ -141,10 +140,9 @@ def register(app: typer.Typer) -> None:
             "body_bytes": sized.body_bytes,
         }
         options = ServeOptions.build(**{k: v for k, v in values.items() if v is not None})
-        from servetune.operate.source import load_config_file
-        from servetune.tune.models import resolve_model
+        from servetune.operate.source import load_source
 
-        long_cfg = resolve_model(load_config_file(long)) if long is not None else None
+        long_cfg = load_source(long).cfg if long is not None else None
         sup = Supervisor(
             src.cfg,
             options,

@@ -277,7 +277,7 @@ class Nginx:
 
     def _listener_inode(self) -> str | None:
         """The inode of nginx's listening socket (from /proc/net/tcp), to see which workers still accept."""
-        host, _, port = self.settings.listen.rpartition(":")
+        port = self.settings.listen.rpartition(":")[2]
         want = f"{int(port):04X}"
         try:
             rows = Path("/proc/net/tcp").read_text().splitlines()[1:]

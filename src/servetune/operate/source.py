@@ -188,4 +188,9 @@ def load_source(path: Path, *, resolve: bool = True) -> Source:
     """A tuning folder or an engine config file."""
     if path.is_dir():
         return load_tuning_folder(path, resolve=resolve)
-    return Source(cfg=load_config_file(path), evidence=Evidence(origin=f"engine config {path}"))
+    cfg = load_config_file(path)
+    if resolve:
+        from servetune.tune.models import resolve_model
+
+        cfg = resolve_model(cfg)
+    return Source(cfg=cfg, evidence=Evidence(origin=f"engine config {path}"))
