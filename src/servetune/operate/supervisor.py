@@ -92,7 +92,7 @@ class ServeOptions(BaseModel):
             name = ".".join(str(p) for p in first["loc"])
             raise ServetuneError(
                 f"bad serve option {name}: {first['msg']} (got {first.get('input')!r})",
-                f"give --{name.replace('_', '-')} a valid value",
+                f"give {name} a valid value (its option in `servetune serve --help`)",
             ) from None
 
 
