@@ -22,4 +22,14 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || \
     echo "warning: could not install chromium; the HTML report test will be skipped" >&2
 fi
+# nginx (servetune serve's proxy) and promtool (the Prometheus rules tests): Debian packages, installed when
+# missing; their services are never started (servetune runs its own nginx as a process group).
+if { ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; } || ! command -v promtool >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx prometheus) \
+      >/dev/null 2>&1 || echo "warning: could not install nginx/prometheus; the operate tests will be skipped" >&2
+  else
+    echo "warning: no apt-get: install nginx and prometheus (promtool) for the operate tests" >&2
+  fi
+fi
 echo "servetune installed in .venv ($(.venv/bin/python -c 'import servetune; print(servetune.__version__)'))"

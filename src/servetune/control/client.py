@@ -173,6 +173,15 @@ class ControlClient:
                 f"{self.base_url}{path} did not answer JSON", "is this an OpenAI-compatible server?"
             ) from None
 
+    async def post_json(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """A JSON POST and its status with the decoded answer (None when it is not JSON): for servetune's own
+        control endpoints (`servetune serve --switch`)."""
+        status, data = await self._call("POST", path, body)
+        try:
+            return status, json.loads(data)
+        except ValueError:
+            return status, None
+
     async def health(self) -> int:
         """The HTTP status of `/health` (200 = healthy); raises ControlError when nothing answers."""
         status, _ = await self._call("GET", "/health")
@@ -196,6 +205,15 @@ class ControlClient:
             return None
         value = answer.get("version") if isinstance(answer, dict) else None
         return str(value) if value is not None else None
+
+    async def generate_one(self, model: str) -> None:
+        """A one-token completion (`/v1/completions`, no stream): the liveness probe. Only generating a token
+        proves an engine works — a frozen one may still accept connections and answer `/health`. Raises
+        ControlError when no answer with a choice comes within the timeouts."""
+        body = {"model": model, "prompt": "ping", "max_tokens": 1, "temperature": 0, "stream": False}
+        answer = await self._json("POST", "/v1/completions", body)
+        if not isinstance(answer, dict) or not answer.get("choices"):
+            raise ControlError(f"{self.base_url}/v1/completions answered without choices", "see the engine's log")
 
     async def tokenize(self, text: str, model: str) -> int:
         """The server's own token count of `text` (no special tokens), in whichever dialect it speaks."""

@@ -19,14 +19,19 @@ class ProcInfo:
     pid: int
     pgid: int
     sid: int
-    zombie: bool
+    state: str
+    """psutil's status name: running, sleeping, stopped (SIGSTOP), zombie, ..."""
+
+    @property
+    def zombie(self) -> bool:
+        return self.state in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
 
 
 def _info(proc: psutil.Process) -> ProcInfo | None:
     """The process's ids, or None when it is gone (or not ours to inspect) by the time we ask."""
     try:
         pid = proc.pid
-        return ProcInfo(pid=pid, pgid=os.getpgid(pid), sid=os.getsid(pid), zombie=proc.status() == psutil.STATUS_ZOMBIE)
+        return ProcInfo(pid=pid, pgid=os.getpgid(pid), sid=os.getsid(pid), state=proc.status())
     except (ProcessLookupError, PermissionError, psutil.Error):
         return None
 

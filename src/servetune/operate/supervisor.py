@@ -1,0 +1,601 @@
+"""The supervisor: engines as process groups behind nginx, restarted, fallen back, switched and drained.
+
+One main thread owns every process (engines and nginx are started from it, so the kernel's parent-death
+signal ties them to servetune: nothing outlives it, even after a SIGKILL).  Helper threads only talk HTTP —
+liveness probes, the control server — and hand their findings to the main loop through a queue.  The loop:
+
+- a role (`main`, and `long` for the dedicated long-prompt upstream) without an engine is started once its
+  backoff has passed: `launch()` → acceptance probe → nginx reload → liveness thread;
+- an engine whose process died is classified from its log (the adapter's failure classes), its pool is
+  switched to the fast 503, and it is restarted after an exponential backoff; K deaths within T seconds switch
+  the role to its fallback profile, and the event log says what capacity that gives up;
+- an engine whose liveness probe misses its deadline is hung: killed and restarted the same way;
+- a switch request (control server) runs the blue-green procedure (switch.py);
+- SIGTERM/SIGINT: nginx stops accepting and drains the in-flight streams up to the deadline, then the
+  engines stop, and the teardown reports prove that no process is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import secrets as pysecrets
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from servetune.engines.config import EngineConfig
+from servetune.engines.facts import EngineFacts
+from servetune.engines.failures import EngineLaunchError, classify_log
+from servetune.engines.launch import RunningEngine, launch
+from servetune.errors import ServetuneError
+from servetune.operate.acceptance import accept, bytes_per_token
+from servetune.operate.events import EventLog
+from servetune.operate.fallback import Capacity, Fallback, capacity_of_facts, gives_up
+from servetune.operate.liveness import Liveness, ProbeOutcome
+from servetune.operate.metrics import SupervisorMetrics
+from servetune.operate.proxy import Nginx, ProxySettings
+from servetune.operate.secrets import Redactor, public_config
+from servetune.operate.sizing import Sized, long_prompt_bytes
+from servetune.process.logfollow import read_text
+from servetune.process.ports import free_port
+from servetune.process.proctable import living
+
+TICK_S = 0.05
+"""Main-loop period: a dead engine (its process gone) is noticed within this."""
+STATE_FILE = "serve.json"
+TOKEN_FILE = "control.token"
+
+
+class ServeOptions(BaseModel):
+    """How `servetune serve` supervises; every bound is checked before anything starts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_dir: Path
+    listen_port: int | None = Field(None, ge=1, le=65535)
+    control_port: int | None = Field(None, ge=1, le=65535)
+    startup_timeout_s: Sized = Sized(value=600, source="servetune's default startup timeout")
+    liveness_period_s: float = Field(5.0, gt=0, allow_inf_nan=False)
+    liveness_deadline_s: Sized = Sized(value=10, source="servetune's default")
+    liveness_failures: int = Field(2, ge=1)
+    backoff_base_s: float = Field(1.0, gt=0, allow_inf_nan=False)
+    backoff_max_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    stable_after_s: float = Field(60.0, gt=0, allow_inf_nan=False)
+    """An engine up this long resets the backoff."""
+    crash_loop_failures: int = Field(3, ge=1)
+    crash_loop_window_s: float = Field(300.0, gt=0, allow_inf_nan=False)
+    drain_s: float = Field(30.0, ge=0, allow_inf_nan=False)
+    stop_grace_s: float = Field(10.0, ge=0, allow_inf_nan=False)
+    accept_long_tokens: int | None = Field(None, ge=0)
+    """Prompt tokens of the acceptance probe's long-context step (None: half of max_model_len; 0: skip)."""
+    long_prompt_tokens: int | None = Field(None, ge=1)
+    """Prompts above this many tokens go to the dedicated `long` engine (needs a long config)."""
+    read_timeout: Sized = Sized(value=600, source="no measurement: servetune's default")
+    body_bytes: Sized | None = None
+    """None: from the served max_model_len once the engine is up."""
+
+    @classmethod
+    def build(cls, **values: Any) -> ServeOptions:
+        """Like the constructor, with a bad value reported as a ServetuneError naming the option."""
+        try:
+            return cls(**values)
+        except ValidationError as err:
+            first = err.errors()[0]
+            name = ".".join(str(p) for p in first["loc"])
+            raise ServetuneError(
+                f"bad serve option {name}: {first['msg']} (got {first.get('input')!r})",
+                f"give {name} a valid value (its option in `servetune serve --help`)",
+            ) from None
+
+
+@dataclass
+class Role:
+    """One upstream pool and the engine serving it."""
+
+    name: str
+    cfg: EngineConfig
+    fallback: Fallback | None = None
+    on_fallback: bool = False
+    engine: RunningEngine | None = None
+    liveness: Liveness | None = None
+    state: str = "starting"
+    deaths: deque[float] = field(default_factory=deque)
+    attempt: int = 0
+    next_start: float = 0.0
+    ready_at: float = 0.0
+    primary_capacity: Capacity | None = None
+    """Measured capacity of the last engine of the primary profile (what a fallback is compared with)."""
+
+    @property
+    def api_key(self) -> str | None:
+        value = self.cfg.flags.get("api-key")
+        return value if isinstance(value, str) else None
+
+
+class _StopNow(BaseException):
+    """Raised by the signal handler while the main thread is inside a launch, so the launch tears down."""
+
+
+@dataclass(frozen=True)
+class Hung:
+    role: str
+    engine: RunningEngine
+    outcome: ProbeOutcome
+    since_ok_s: float
+
+
+@dataclass
+class SwitchRequest:
+    """A pending switch: the control server waits on `done` for `result`."""
+
+    cfg: EngineConfig
+    result: dict[str, Any] | None = None
+    done: Any = None
+
+
+class Supervisor:
+    """Runs until SIGTERM/SIGINT (or `request_stop`); `run()` returns the exit code."""
+
+    def __init__(
+        self,
+        cfg: EngineConfig,
+        options: ServeOptions,
+        *,
+        fallback: Fallback | None = None,
+        long_cfg: EngineConfig | None = None,
+        origin: str = "command line",
+    ) -> None:
+        if long_cfg is None and options.long_prompt_tokens is not None:
+            raise ServetuneError(
+                "--long-prompt-tokens needs a dedicated long-prompt engine", "add --long CONFIG (its engine config)"
+            )
+        self.options = options
+        self.origin = origin
+        self.roles: dict[str, Role] = {"main": Role("main", cfg, fallback=fallback)}
+        if long_cfg is not None:
+            self.roles["long"] = Role("long", long_cfg)
+        self.redactor = Redactor([cfg, *(c for c in (long_cfg, fallback.cfg if fallback else None) if c)])
+        self.metrics = SupervisorMetrics()
+        self.queue: queue.Queue[Hung | SwitchRequest] = queue.Queue()
+        self.run_dir = options.run_dir
+        self.events: EventLog | None = None
+        self.nginx: Nginx | None = None
+        self.control: Any = None
+        self._stop_signal: int | None = None
+        self._in_launch = False
+        self._pending: RunningEngine | None = None
+        self._bytes_per_token: Sized | None = None
+        self.teardown: dict[str, Any] = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+    def run(self) -> int:
+        self._setup()
+        try:
+            while self._stop_signal is None:
+                self._tick()
+                self._drain_queue(TICK_S)
+        except _StopNow:
+            pass
+        finally:
+            self._shutdown()
+        return 0
+
+    def request_stop(self, signum: int = signal.SIGTERM) -> None:
+        """Asks the main loop to drain and stop (what SIGTERM does)."""
+        self._stop_signal = signum
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        first = self._stop_signal is None
+        self._stop_signal = signum
+        if first and self._in_launch:
+            raise _StopNow()
+
+    def _setup(self) -> None:
+        from servetune.operate.control import ControlServer
+
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ServetuneError(f"cannot create the run folder {self.run_dir}: {err.strerror}") from err
+        self.events = EventLog(self.run_dir / "events.jsonl", self.redactor)
+        port = self.options.listen_port or free_port()
+        settings = ProxySettings(
+            listen=f"127.0.0.1:{port}",
+            read_timeout=self.options.read_timeout,
+            body_bytes=self.options.body_bytes or Sized(value=1 << 20, source="until an engine says its length"),
+            drain_s=Sized(value=self.options.drain_s, source="--drain-s"),
+        )
+        self.nginx = Nginx(self.run_dir / "nginx", settings)
+        self.nginx.start(self._upstreams())
+        # After the first process group started: the reaper's SIGTERM handler (stop everything at once) is
+        # installed by then, and ours (drain first) replaces it.
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+        token = pysecrets.token_urlsafe(24)
+        token_path = self.run_dir / TOKEN_FILE
+        token_path.touch(mode=0o600, exist_ok=True)
+        token_path.chmod(0o600)
+        token_path.write_text(token)
+        self.control = ControlServer(self, self.options.control_port or free_port(), token)
+        self.control.start()
+        state = {
+            "pid": os.getpid(),
+            "proxy_url": self.nginx.url,
+            "control_url": self.control.url,
+            "events": str(self.events.path),
+            "origin": self.origin,
+        }
+        tmp = self.run_dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(state, indent=1))
+        tmp.replace(self.run_dir / STATE_FILE)
+        self.emit(
+            "serving",
+            proxy_url=self.nginx.url,
+            control_url=self.control.url,
+            origin=self.origin,
+            nginx_pid=self.nginx.group.pid if self.nginx.group else None,
+        )
+        for role in self.roles.values():
+            self.metrics.set_state(role.name, "starting")
+            self.metrics.fallback.labels(role=role.name).set(0)
+
+    def _shutdown(self) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the drain
+        self.emit("stopping", signal=self._stop_signal, drain_s=self.options.drain_s)
+        for role in self.roles.values():
+            self._set_state(role, "draining")
+        t0 = time.monotonic()
+        if self.nginx:
+            report = self.nginx.drain(self.options.drain_s + 1.0)
+            self.teardown["nginx"] = report.model_dump() if report else None
+        drained_s = round(time.monotonic() - t0, 3)
+        for role in self.roles.values():
+            self._stop_liveness(role)
+            if role.engine:
+                report = role.engine.stop(grace_s=self.options.stop_grace_s)
+                self.teardown[role.name] = report.model_dump() if report else None
+                role.engine = None
+            self._set_state(role, "stopped")
+        if self._pending is not None:
+            self._pending.stop(grace_s=self.options.stop_grace_s)
+        while not self.queue.empty():  # switch requests that came too late: answered, not left waiting
+            item = self.queue.get_nowait()
+            if isinstance(item, SwitchRequest):
+                item.result = {"ok": False, "reason": "servetune serve is stopping"}
+                item.done.set()
+        if self.control:
+            self.control.stop()
+        clean = all(r is None or not r.get("survivors") for r in self.teardown.values())
+        self.emit("stopped", drained_s=drained_s, clean=clean, teardown=self.teardown)
+        if self.events:
+            self.events.close()
+        (self.run_dir / TOKEN_FILE).unlink(missing_ok=True)
+        (self.run_dir / STATE_FILE).unlink(missing_ok=True)
+
+    # ---- the loop --------------------------------------------------------------------------------------------
+    def _tick(self) -> None:
+        now = time.monotonic()
+        for role in self.roles.values():
+            if role.engine is None:
+                if now >= role.next_start:
+                    self._start(role)
+            elif not role.engine.alive():
+                self._on_death(role)
+            elif role.attempt and now - role.ready_at >= self.options.stable_after_s:
+                role.attempt = 0
+
+    def _drain_queue(self, timeout_s: float) -> None:
+        from servetune.operate.switch import blue_green
+
+        try:
+            item = self.queue.get(timeout=timeout_s)
+        except queue.Empty:
+            return
+        if isinstance(item, Hung):
+            role = self.roles[item.role]
+            if role.engine is item.engine:
+                self._on_hung(role, item)
+        else:
+            try:
+                item.result = blue_green(self, self.roles["main"], item.cfg)
+            finally:
+                item.done.set()
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        if self.events:
+            self.events.emit(kind, **fields)
+
+    def _set_state(self, role: Role, state: str, **fields: Any) -> None:
+        if role.state != state:
+            self.emit("state", role=role.name, state=state, previous=role.state, **fields)
+        role.state = state
+        self.metrics.set_state(role.name, state)
+
+    def _upstreams(self) -> dict[str, str | None]:
+        ups: dict[str, str | None] = {}
+        for name, role in self.roles.items():
+            ready = role.engine is not None and role.state == "ready"
+            ups[name] = role.engine.base_url.removeprefix("http://") if ready and role.engine else None
+        return ups
+
+    def apply_proxy(self) -> set[int]:
+        """Points nginx at the ready engines (and the fast 503 for the rest); returns the old workers."""
+        assert self.nginx is not None
+        self._resize_proxy()
+        return self.nginx.apply(self._upstreams())
+
+    def _resize_proxy(self) -> None:
+        """Body size and long-prompt threshold from the running engines, unless the options fixed them."""
+        assert self.nginx is not None
+        main = self.roles["main"].engine
+        update: dict[str, Any] = {}
+        if self.options.body_bytes is None and main is not None and main.facts.max_model_len:
+            from servetune.operate.sizing import body_bytes
+
+            longest = max((r.engine.facts.max_model_len or 0 for r in self.roles.values() if r.engine), default=0)
+            update["body_bytes"] = body_bytes(Sized(value=longest, source="served max_model_len (engine facts)"))
+        if self.options.long_prompt_tokens and self._bytes_per_token:
+            update["long_prompt_bytes"] = long_prompt_bytes(self.options.long_prompt_tokens, self._bytes_per_token)
+        if update:
+            self.nginx.settings = self.nginx.settings.model_copy(update=update)
+
+    # ---- starting --------------------------------------------------------------------------------------------
+    def start_engine(self, role: Role, cfg: EngineConfig) -> tuple[RunningEngine | None, dict[str, Any]]:
+        """Launch + acceptance of `cfg` for `role` (not yet behind the proxy); the engine, or None and why."""
+        self.emit("starting", role=role.name, config=public_config(cfg), fallback=role.on_fallback)
+        self._in_launch = True
+        t0 = time.monotonic()
+        try:
+            engine = launch(
+                cfg,
+                log_dir=self.run_dir / "logs",
+                startup_timeout_s=self.options.startup_timeout_s.value,
+            )
+            self._pending = engine
+            key = cfg.flags.get("api-key")
+            verdict = accept(
+                engine,
+                long_tokens=self.options.accept_long_tokens,
+                api_key=key if isinstance(key, str) else None,
+                timeout_s=self.options.startup_timeout_s.value,
+            )
+        except EngineLaunchError as err:
+            return None, {
+                "cause": err.failure.klass,
+                "excerpt": err.failure.excerpt,
+                "hint": err.failure.hint,
+                "log": err.log_path,
+            }
+        finally:
+            self._in_launch = False
+        self.metrics.probe.labels(role=role.name, probe="acceptance", result="ok" if verdict.ok else "fail").observe(
+            verdict.seconds
+        )
+        if not verdict.ok:
+            engine.stop(grace_s=self.options.stop_grace_s)
+            self._pending = None
+            return None, {"cause": "acceptance_failed", "excerpt": verdict.detail, "log": str(engine.log_path)}
+        self._pending = None
+        return engine, {
+            "startup_s": round(time.monotonic() - t0, 3),
+            "acceptance_s": verdict.seconds,
+            "acceptance": verdict.detail,
+        }
+
+    def _start(self, role: Role) -> None:
+        self._set_state(role, "starting")
+        engine, info = self.start_engine(role, role.cfg)
+        if engine is None:
+            self.emit("start_failed", role=role.name, **info)
+            self._after_failure(role, str(info["cause"]))
+            return
+        self.put_behind_proxy(role, engine, info)
+
+    def put_behind_proxy(self, role: Role, engine: RunningEngine, info: dict[str, Any]) -> set[int]:
+        """Makes `engine` the role's engine: nginx reload, liveness, metrics, event. Returns nginx's old workers."""
+        role.engine = engine
+        role.ready_at = time.monotonic()
+        role.state = "ready"
+        if role.name == "long" or (self.options.long_prompt_tokens and self._bytes_per_token is None):
+            measured = bytes_per_token(engine, role.api_key)
+            if measured:
+                self._bytes_per_token = Sized(value=measured, source=f"measured with {engine.model_name}'s tokenizer")
+        old = self.apply_proxy()
+        self.metrics.set_state(role.name, "ready")
+        self.metrics.started(role.name)
+        facts = _facts_now(engine)
+        capacity = capacity_of_facts(facts, engine.cfg)
+        self.emit(
+            "state",
+            role=role.name,
+            state="ready",
+            pid=engine.pid,
+            url=engine.base_url,
+            facts=facts.model_dump(exclude_none=True),
+            capacity=capacity.model_dump(exclude_none=True),
+            **info,
+        )
+        if not role.on_fallback:
+            role.primary_capacity = capacity
+        elif role.primary_capacity is not None:
+            self.emit(
+                "fallback_ready",
+                role=role.name,
+                gives_up=gives_up(role.primary_capacity, capacity),
+                measured_before=role.primary_capacity.model_dump(exclude_none=True),
+                measured_after=capacity.model_dump(exclude_none=True),
+            )
+            role.primary_capacity = None
+        self._start_liveness(role)
+        return old
+
+    # ---- liveness --------------------------------------------------------------------------------------------
+    def _start_liveness(self, role: Role) -> None:
+        engine = role.engine
+        assert engine is not None
+        o = self.options
+
+        def on_result(outcome: ProbeOutcome, misses: int) -> None:
+            self.metrics.probe.labels(role=role.name, probe="liveness", result="ok" if outcome.ok else "fail").observe(
+                outcome.seconds
+            )
+            if not outcome.ok:
+                self.emit(
+                    "probe_failed",
+                    role=role.name,
+                    probe="liveness",
+                    pid=engine.pid,
+                    detail=outcome.detail,
+                    seconds=round(outcome.seconds, 3),
+                    misses=misses,
+                    of=o.liveness_failures,
+                )
+
+        def on_hung(outcome: ProbeOutcome, since_ok_s: float) -> None:
+            self.queue.put(Hung(role.name, engine, outcome, since_ok_s))
+
+        role.liveness = Liveness(
+            engine.base_url,
+            engine.model_name,
+            period_s=o.liveness_period_s,
+            deadline_s=o.liveness_deadline_s.value,
+            failures=o.liveness_failures,
+            api_key=role.api_key,
+            on_result=on_result,
+            on_hung=on_hung,
+        )
+        role.liveness.start()
+
+    def _stop_liveness(self, role: Role) -> None:
+        if role.liveness is not None:
+            role.liveness.stop()
+            role.liveness = None
+
+    # ---- failures --------------------------------------------------------------------------------------------
+    def _take_down(self, role: Role) -> None:
+        """The role's pool to the fast 503 at once (before the dead or hung engine is cleaned up)."""
+        self._stop_liveness(role)
+        self._set_state(role, "down")
+        self.apply_proxy()
+
+    def _on_death(self, role: Role) -> None:
+        engine = role.engine
+        assert engine is not None
+        info = engine.classify_death()
+        self._take_down(role)
+        report = engine.stop(grace_s=self.options.stop_grace_s)  # the group's other members (workers) too
+        role.engine = None
+        excerpt = info.excerpt if info else ""
+        specific = classify_log(excerpt, engine.adapter.failure_patterns()) if engine.adapter else None
+        code = info.exit_code if info else None
+        cause: str
+        if specific is not None:
+            cause = specific.klass
+        elif code is not None and code < 0:
+            cause = f"killed_by_{signal.Signals(-code).name}"
+        else:
+            cause = f"exit_code_{code}"
+        self.emit(
+            "died",
+            role=role.name,
+            pid=engine.pid,
+            cause=cause,
+            exit_code=code,
+            hint=specific.hint if specific else (info.hint if info else None),
+            excerpt=excerpt,
+            log=str(engine.log_path),
+            up_s=round(time.monotonic() - role.ready_at, 3),
+            leftovers_killed=bool(report and report.sent_sigterm),
+        )
+        self._after_failure(role, cause)
+
+    def _on_hung(self, role: Role, hung: Hung) -> None:
+        engine = hung.engine
+        self._take_down(role)
+        self.emit(
+            "hung",
+            role=role.name,
+            pid=engine.pid,
+            cause="hung",
+            deadline_s=self.options.liveness_deadline_s.value,
+            probe=hung.outcome.detail,
+            since_last_ok_s=round(hung.since_ok_s, 3),
+            states=sorted({m.state for m in living(_members(engine))}),
+        )
+        engine.stop(grace_s=min(2.0, self.options.stop_grace_s))  # SIGTERM waits in a stopped process: SIGKILL
+        role.engine = None
+        self._after_failure(role, "hung")
+
+    def _after_failure(self, role: Role, cause: str) -> None:
+        now = time.monotonic()
+        self.metrics.restarted(role.name, cause)
+        role.deaths.append(now)
+        while role.deaths and now - role.deaths[0] > self.options.crash_loop_window_s:
+            role.deaths.popleft()
+        o = self.options
+        if len(role.deaths) >= o.crash_loop_failures and role.fallback is not None and not role.on_fallback:
+            self.emit(
+                "fallback",
+                role=role.name,
+                failures=len(role.deaths),
+                window_s=o.crash_loop_window_s,
+                how=role.fallback.how,
+                gives_up=role.fallback.gives_up() if role.fallback.before else "measured once the fallback runs",
+                planned_before=role.fallback.before.model_dump(exclude_none=True) if role.fallback.before else None,
+                planned_after=role.fallback.after.model_dump(exclude_none=True) if role.fallback.after else None,
+                config=public_config(role.fallback.cfg),
+            )
+            role.cfg, role.on_fallback = role.fallback.cfg, True
+            self.redactor.add(role.cfg)
+            self.metrics.fallback.labels(role=role.name).set(1)
+            role.deaths.clear()
+            role.attempt, role.next_start = 0, now
+            self._set_state(role, "backoff", delay_s=0.0, attempt=0)
+            return
+        role.attempt += 1
+        delay = min(o.backoff_max_s, o.backoff_base_s * 2 ** (role.attempt - 1))
+        role.next_start = now + delay
+        self._set_state(role, "backoff", delay_s=delay, attempt=role.attempt, cause=cause)
+
+    def status(self) -> dict[str, Any]:
+        """What `GET /status` answers (redacted)."""
+        return self.redactor.data(
+            {
+                "proxy_url": self.nginx.url if self.nginx else None,
+                "roles": {
+                    name: {
+                        "state": r.state,
+                        "fallback": r.on_fallback,
+                        "pid": r.engine.pid if r.engine else None,
+                        "url": r.engine.base_url if r.engine else None,
+                        "config": public_config(r.cfg),
+                        "recent_failures": len(r.deaths),
+                    }
+                    for name, r in self.roles.items()
+                },
+            }
+        )
+
+
+def _facts_now(engine: RunningEngine) -> EngineFacts:
+    """The startup facts re-read from the whole log: some lines (llama.cpp's slot setup) can land just after
+    the server first answered, so the facts taken at readiness may miss them; after the acceptance probe they
+    are all there."""
+    if engine.adapter is None or engine.log_path is None:
+        return engine.facts
+    fresh = engine.adapter.parse_log(read_text(engine.log_path))
+    return engine.facts.model_copy(update={k: v for k, v in fresh.model_dump().items() if v is not None})
+
+
+def _members(engine: RunningEngine) -> list[Any]:
+    from servetune.process.proctable import group_members
+
+    return group_members(engine.group.pgid) if engine.group else []

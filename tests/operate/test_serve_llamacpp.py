@@ -1,0 +1,235 @@
+"""`servetune serve` for real: llama.cpp's server (xllamacpp) behind a private nginx, under load, killed,
+frozen, crash-looped, switched, stopped. Each test starts its own `servetune serve` process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.operate import openloop
+
+pytestmark = pytest.mark.engine
+MODEL = "servetune-tiny"
+FLAGS = ["--ctx-size", "8192", "--parallel", "4", "--threads", "1", "--metrics"]
+FAST = ["--liveness-period", "0.5", "--liveness-deadline", "2", "--liveness-failures", "2", "--backoff-base", "0.2"]
+
+
+@pytest.fixture(autouse=True)
+def _needs_xllamacpp() -> None:
+    pytest.importorskip("xllamacpp")
+
+
+def _engine_cfg(tmp_path: Path, name: str, **flags: object) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    base = {"ctx-size": 8192, "parallel": 4, "threads": 1, "metrics": True}
+    path.write_text(yaml.safe_dump({"engine": "llamacpp", "model": "tiny", "flags": {**base, **flags}}))
+    return path
+
+
+def _metric(base_url: str, name: str) -> float:
+    text = urllib.request.urlopen(base_url + "/metrics", timeout=5).read().decode()
+    m = re.search(rf"^{re.escape(name)} ([0-9.e+]+)$", text, re.MULTILINE)
+    return float(m.group(1)) if m else 0.0
+
+
+def _access_log(run_dir: Path) -> list[list[str]]:
+    return [line.split() for line in (run_dir / "nginx" / "access.log").read_text().splitlines()]
+
+
+def test_kill_9_under_load_fast_errors_then_restarted(serve) -> None:
+    s = serve("--engine", "llamacpp", "--model", "tiny", *FAST, "--", *FLAGS)
+    ready = s.wait_ready()
+
+    async def load_and_kill() -> openloop.LoadResult:
+        task = asyncio.create_task(openloop.run(s.url, rate=20, duration_s=8, model=MODEL, timeout_s=20))
+        await asyncio.sleep(2.5)
+        os.killpg(ready["pid"], signal.SIGKILL)
+        return await task
+
+    result = asyncio.run(load_and_kill())
+    died = s.wait_event(lambda e: e["event"] == "died")
+    assert died["cause"] == "killed_by_SIGKILL" and died["exit_code"] == -9 and died["excerpt"]
+    s.wait_ready(after=s.events.index(died))
+    refused = result.of("refused")
+    assert not result.of("broken") or all(o.sent < died["t"] for o in result.of("broken")), [
+        o.detail for o in result.of("broken")
+    ]
+    assert refused, "no request fell into the outage"
+    assert all(o.status in (502, 503) and o.seconds < 1.0 for o in refused), [(o.status, o.seconds) for o in refused]
+    assert len(result.of("answered")) + len(refused) + len(result.of("broken")) == len(result.outcomes) == 160
+    worst = max(o.seconds for o in refused) * 1000
+    print(f"\nanswered {len(result.of('answered'))}, refused {len(refused)} (max {worst:.1f} ms)")
+
+
+def test_sigstop_detected_by_liveness_and_restarted(serve) -> None:
+    s = serve("--engine", "llamacpp", "--model", "tiny", *FAST, "--", *FLAGS)
+    ready = s.wait_ready()
+    time.sleep(1.0)
+    t_stop = time.time()
+    os.killpg(ready["pid"], signal.SIGSTOP)
+    hung = s.wait_event(lambda e: e["event"] == "hung", timeout_s=30)
+    detected_s = hung["t"] - t_stop
+    bound = 0.5 + 2 * (2 + 0.5)  # period + failures x (deadline + period)
+    assert detected_s <= bound, detected_s
+    assert hung["pid"] == ready["pid"] and "stopped" in hung["states"]
+    again = s.wait_ready(after=s.events.index(hung))
+    assert again["pid"] != ready["pid"]
+    body = json.dumps({"model": MODEL, "prompt": "hi", "max_tokens": 2}).encode()
+    req = urllib.request.Request(s.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    assert json.load(urllib.request.urlopen(req, timeout=10))["choices"]
+    print(f"\nhung engine detected {detected_s:.2f} s after SIGSTOP (bound {bound} s)")
+
+
+def test_crash_loop_switches_to_the_fallback_and_says_what_it_gave_up(serve, tmp_path: Path) -> None:
+    fallback = _engine_cfg(tmp_path, "fallback", parallel=2, **{"ctx-size": 4096})
+    s = serve(
+        "--engine",
+        "llamacpp",
+        "--model",
+        "tiny",
+        *FAST,
+        "--crash-loop",
+        "3",
+        "--crash-window",
+        "120",
+        "--fallback",
+        str(fallback),
+        "--",
+        *FLAGS,
+    )
+    for _ in range(3):
+        ready = s.wait_ready(after=len(s.events) - 1)
+        os.killpg(ready["pid"], signal.SIGKILL)
+        s.wait_event(lambda e, p=ready["pid"]: e["event"] == "died" and e["pid"] == p)
+    fb = s.wait_event(lambda e: e["event"] == "fallback")
+    assert fb["failures"] == 3 and fb["how"].startswith("given")
+    done = s.wait_event(lambda e: e["event"] == "fallback_ready")
+    assert "slots 4 → 2" in done["gives_up"] and "KV cache tokens 8,192 → 4,096" in done["gives_up"]
+    assert done["measured_after"]["n_slots"] == 2
+    status = json.load(urllib.request.urlopen(s.state["control_url"] + "/status", timeout=5))
+    assert status["roles"]["main"]["fallback"] is True
+    metrics = urllib.request.urlopen(s.state["control_url"] + "/metrics", timeout=5).read().decode()
+    assert 'servetune_engine_restarts_total{cause="killed_by_SIGKILL",role="main"} 3.0' in metrics
+    assert 'servetune_fallback_active{role="main"} 1.0' in metrics
+
+
+def test_blue_green_switch_under_load_loses_nothing(serve, tmp_path: Path) -> None:
+    s = serve("--engine", "llamacpp", "--model", "tiny", "--drain", "20", "--", *FLAGS)
+    blue = s.wait_ready()
+    green_cfg = _engine_cfg(tmp_path, "green", parallel=2)
+
+    async def load_and_switch() -> tuple[openloop.LoadResult, dict]:
+        task = asyncio.create_task(openloop.run(s.url, rate=20, duration_s=60, model=MODEL, max_tokens=16))
+        await asyncio.sleep(20)
+        from servetune.operate.source import load_source
+        from servetune.operate.switch import request_switch
+
+        res = await asyncio.to_thread(request_switch, s.run_dir, load_source(green_cfg).cfg, 300)
+        return await task, res
+
+    blue_before = _metric(blue["url"], "llamacpp:tokens_predicted_total")
+    result, switched = asyncio.run(load_and_switch())
+    assert switched["ok"] and switched["drained"] and switched["blue_clean"], switched
+    failed = result.of("refused") + result.of("broken")
+    assert not failed, [(o.status, o.detail) for o in failed[:5]]
+    assert len(result.of("answered")) == 1200
+    green_url = switched["green_url"]
+    green_tokens = _metric(green_url, "llamacpp:tokens_predicted_total")
+    done = s.wait_event(lambda e: e["event"] == "switch_done")
+    log = _access_log(s.run_dir)
+    blue_addr, green_addr = blue["url"].removeprefix("http://"), green_url.removeprefix("http://")
+    before = [r for r in log if float(r[0]) < done["t"] - switched["total_s"]]
+    after = [r for r in log if float(r[0]) > done["t"]]
+    assert before and all(r[3] == blue_addr for r in before if r[1] == "200")
+    assert after and all(r[3] == green_addr for r in after if r[1] == "200")
+    # the engines' own counters: green generated the tokens of the requests after the switch
+    assert green_tokens >= 16 * len([r for r in after if r[1] == "200"]) * 0.9
+    print(
+        f"\n1200 requests, 0 failed; switch {switched['total_s']:.2f} s (reload {switched['reload_s'] * 1000:.1f} ms, "
+        f"drain {switched['drain_s']:.2f} s); blue had {blue_before:.0f} tokens at the start, green {green_tokens:.0f}"
+    )
+
+
+def test_failed_switch_changes_nothing(serve, tmp_path: Path) -> None:
+    s = serve("--engine", "llamacpp", "--model", "tiny", "--", *FLAGS)
+    blue = s.wait_ready()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"engine": "llamacpp", "model": "/nonexistent/model.gguf"}))
+    from servetune.errors import ServetuneError
+    from servetune.operate.source import load_source
+    from servetune.operate.switch import request_switch
+
+    with pytest.raises(ServetuneError) as info:
+        request_switch(s.run_dir, load_source(bad).cfg, 120)
+    assert "model_missing" in info.value.problem
+    status = json.load(urllib.request.urlopen(s.state["control_url"] + "/status", timeout=5))
+    assert status["roles"]["main"]["pid"] == blue["pid"] and status["roles"]["main"]["state"] == "ready"
+
+
+def test_sigterm_drains_streams_and_leaves_no_process(serve) -> None:
+    s = serve("--engine", "llamacpp", "--model", "tiny", "--drain", "30", "--", *FLAGS)
+    s.wait_ready()
+
+    async def streams_then_term() -> list[openloop.Outcome]:
+        import aiohttp
+
+        body = {"model": MODEL, "prompt": "Once", "max_tokens": 1800, "stream": True, "ignore_eos": True}
+        async with aiohttp.ClientSession() as session:
+            tasks = [asyncio.create_task(openloop.one(session, s.url, body, 120)) for _ in range(4)]
+            await asyncio.sleep(0.5)
+            s.proc.send_signal(signal.SIGTERM)
+            return list(await asyncio.gather(*tasks))
+
+    outcomes = asyncio.run(streams_then_term())
+    assert s.proc.wait(timeout=60) == 0
+    assert all(o.kind == "answered" and o.tokens >= 1700 for o in outcomes), [
+        (o.kind, o.tokens, o.detail) for o in outcomes
+    ]
+    assert max(o.done for o in outcomes) - min(o.sent for o in outcomes) > 0.6  # they ran past the SIGTERM
+    stopped = s.events[-1]
+    assert stopped["event"] == "stopped" and stopped["clean"] is True
+    assert not s.leftovers()
+
+
+def test_long_prompts_reach_only_the_dedicated_upstream(serve, tmp_path: Path) -> None:
+    long_cfg = _engine_cfg(tmp_path, "long", parallel=1)
+    s = serve(
+        "--engine",
+        "llamacpp",
+        "--model",
+        "tiny",
+        "--long",
+        str(long_cfg),
+        "--long-prompt-tokens",
+        "600",
+        "--",
+        *FLAGS,
+    )
+    main = s.wait_ready("main")
+    long = s.wait_ready("long")
+
+    def send(words: int) -> None:
+        body = json.dumps({"model": MODEL, "prompt": " ".join(["token"] * words), "max_tokens": 1}).encode()
+        req = urllib.request.Request(s.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+        assert json.load(urllib.request.urlopen(req, timeout=30))["choices"]
+
+    base_main = _metric(main["url"], "llamacpp:prompt_tokens_total")
+    base_long = _metric(long["url"], "llamacpp:prompt_tokens_total")
+    for _ in range(3):
+        send(20)
+        send(1500)
+    got_main = _metric(main["url"], "llamacpp:prompt_tokens_total") - base_main
+    got_long = _metric(long["url"], "llamacpp:prompt_tokens_total") - base_long
+    # llama.cpp counts a repeated prompt's cached tokens apart: one full long prompt reached `long`, none `main`
+    assert got_long >= 1400 and got_main < 100, (got_main, got_long)
+    pools = [(r[6], r[7]) for r in _access_log(s.run_dir) if '"POST' in " ".join(r)]
+    assert sorted({p for _, p in pools}) == ["long", "main"]
+    assert all((int(cl) > 2000) == (pool == "long") for cl, pool in pools)
