@@ -6,39 +6,31 @@ import sys
 
 import pytest
 
-from servetune.cli.engine import parse_extra_flags
 from servetune.engines.config import EngineConfig
-from servetune.engines.flags import flags_to_argv
 from servetune.engines.registry import adapter_for
 from servetune.errors import ServetuneError
 
 
-def test_flag_values_map_to_argv() -> None:
-    flags = {
-        "max-model-len": 4096,
-        "enforce-eager": True,
-        "enable-prefix-caching": False,
-        "dtype": None,
-        "speculative-config": {"method": "mtp", "num_speculative_tokens": 2},
-        "gpu-memory-utilization": 0.9,
-        "-tp": 2,
-        "some-future-flag": "x",
-    }
-    assert flags_to_argv(flags) == [
+def test_adapters_write_flags_through_the_vocabulary(tmp_path) -> None:
+    cfg = EngineConfig(
+        model=str(tmp_path),
+        flags={
+            "max-model-len": 4096,
+            "enable-prefix-caching": False,
+            "dtype": None,
+            "speculative-config": {"method": "mtp", "num_speculative_tokens": 2},
+        },
+    )
+    argv = adapter_for("vllm").argv(cfg, "127.0.0.1", 8000)
+    assert argv[-5:] == [
         "--max-model-len",
         "4096",
-        "--enforce-eager",
         "--no-enable-prefix-caching",
         "--speculative-config",
         '{"method":"mtp","num_speculative_tokens":2}',
-        "--gpu-memory-utilization",
-        "0.9",
-        "-tp",
-        "2",
-        "--some-future-flag",
-        "x",
     ]
-    assert flags_to_argv({"disable-radix-cache": True, "enable-x": False}, "omit") == ["--disable-radix-cache"]
+    sglang = EngineConfig(engine="sglang", model="m", flags={"disable-radix-cache": True, "enable-metrics": False})
+    assert adapter_for("sglang").argv(sglang, "127.0.0.1", 1)[-1] == "--disable-radix-cache", "SGLang has no --no-x"
 
 
 def test_vllm_argv_and_env(tmp_path) -> None:
@@ -136,7 +128,7 @@ def test_sim_is_launched_as_servetune_with_vllm_flags() -> None:
         engine="sim",
         model="/cfg",
         served_model_name="q",
-        flags={"max-model-len": "32k", "enable-prefix-caching": False},
+        flags={"max-model-len": 32000, "enable-prefix-caching": False},
     )
     argv = adapter_for("sim").argv(cfg, "127.0.0.1", 8000)
     assert argv == [
@@ -153,7 +145,7 @@ def test_sim_is_launched_as_servetune_with_vllm_flags() -> None:
         "--port",
         "8000",
         "--max-model-len",
-        "32k",
+        "32000",
         "--no-enable-prefix-caching",
     ]
     assert adapter_for("sim").version().startswith("servetune-sim-")
@@ -169,13 +161,16 @@ def test_versions_are_known_without_starting() -> None:
     assert adapter_for("llamacpp").version().startswith("xllamacpp-")
 
 
-def test_cli_passthrough_flags() -> None:
-    assert parse_extra_flags(["--max-model-len", "4096", "--enforce-eager", "--x=1", "-tp", "2", "--seed", "-1"]) == {
-        "max-model-len": "4096",
+def test_cli_engine_words_go_through_the_vocabulary() -> None:
+    from servetune.engines.vocab import parse_argv
+
+    words = ["--max-model-len", "4096", "--enforce-eager", "-tp", "2", "--seed", "-1"]
+    assert parse_argv("vllm", words) == {
+        "max-model-len": 4096,
         "enforce-eager": True,
-        "x": "1",
-        "-tp": "2",
-        "seed": "-1",
+        "tensor-parallel-size": 2,
+        "seed": -1,
     }
     with pytest.raises(ServetuneError):
-        parse_extra_flags(["oops"])
+        parse_argv("vllm", ["oops"])
+    assert parse_argv("vllm", ["--x=1"], allow_unknown=True) == {"x": "1"}

@@ -29,7 +29,16 @@ def test_check_attached_server_passes(llama_server) -> None:
     assert "PASS" in result.output and "long context" in result.output
     as_json = CliRunner().invoke(
         app,
-        ["check", "--url", llama_server.base_url, "--model", llama_server.model_name, "--long-context", "1000", "--json"],
+        [
+            "check",
+            "--url",
+            llama_server.base_url,
+            "--model",
+            llama_server.model_name,
+            "--long-context",
+            "1000",
+            "--json",
+        ],
     )
     assert re.search(r"PASS long context: 10[0-9][0-9] prompt tokens", as_json.output), as_json.output
 

@@ -11,7 +11,7 @@ import pytest
 from servetune.engines.config import EngineConfig
 from servetune.hardware.gpus import parse_gpu_arg
 from servetune.plan.api import plan_for
-from servetune.plan.inputs import parse_vllm_argv
+from servetune.engines.vocab import parse_argv
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "plans"
 KEYS = ("feasible", "block_size", "num_blocks", "blocks_per_request", "log_lines", "serve_command", "reasons")
@@ -31,7 +31,7 @@ def _replan(txt: Path) -> dict:
             i += 1
     gpu, n = parse_gpu_arg(opts["--gpu"])
     plan = plan_for(
-        EngineConfig(model=opts["--model"], flags=parse_vllm_argv(rest)),
+        EngineConfig(model=opts["--model"], flags=parse_argv("vllm", rest)),
         gpu,
         n,
         vllm_version=opts.get("--vllm-version"),

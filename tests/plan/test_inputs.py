@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from servetune.errors import ServetuneError
-from servetune.plan.inputs import human_readable_int, inputs_from_flags
+from servetune.engines.vocab import human_readable_int
+from servetune.plan.inputs import inputs_from_flags
 
 
 @pytest.mark.parametrize(
@@ -19,7 +20,7 @@ def test_human_readable_int(text: object, value: int) -> None:
 def test_bad_numbers_say_how_to_write_them() -> None:
     with pytest.raises(ServetuneError, match="decimals"):
         human_readable_int("1.5K", "max-model-len")
-    with pytest.raises(ServetuneError, match="not a number"):
+    with pytest.raises(ServetuneError, match="lots"):
         human_readable_int("lots", "max-model-len")
 
 
@@ -47,3 +48,24 @@ def test_bad_flag_values() -> None:
         inputs_from_flags({"speculative-config": "{mtp"})
     with pytest.raises(ServetuneError, match="kv-cache-dtype"):
         inputs_from_flags({"kv-cache-dtype": "int2"})
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        ({"tensor-parallel-size": 0}, "at least 1"),
+        ({"pipeline-parallel-size": 0}, "at least 1"),
+        ({"max-num-seqs": 0}, "at least 1"),
+        ({"max-num-batched-tokens": 0}, "at least 1"),
+        ({"gpu-memory-utilization": 1.5}, "(0, 1]"),
+        ({"gpu-memory-utilization": "nan"}, "gpu-memory-utilization"),
+        ({"block-size": 7}, "block size"),
+        ({"block-size": 0}, "block size"),
+        ({"max-model-len": 0}, "positive"),
+    ],
+)
+def test_values_vllm_refuses_are_refused_before_any_work(flags: dict, says: str) -> None:
+    # Issue 16: 0.1 planned (and emitted into `vllm serve`) --max-num-seqs 0, --block-size 7, ...
+    with pytest.raises(ServetuneError, match=says.replace("(", r"\(").replace("]", r"\]")) as err:
+        inputs_from_flags(flags)
+    assert err.value.fix

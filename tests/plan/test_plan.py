@@ -124,11 +124,14 @@ def test_commands_use_vllm_spelling() -> None:
         speculative_config={"method": "mtp", "num_speculative_tokens": 2},
         enable_prefix_caching=False,
     )
-    assert p.serve_command.startswith("vllm serve ")
-    assert "--tensor-parallel-size 2 --max-model-len 131072" in p.serve_command
-    assert "--no-enable-prefix-caching" in p.serve_command and "--language-model-only" in p.serve_command
-    assert """'{"method": "mtp", "num_speculative_tokens": 2}'""" in p.serve_command
-    assert "vllm/vllm-openai:v0.24.0 --model /models/qwen3.6-27b" in p.docker_command
+    lines = [line.strip(" \\") for line in p.serve_command.splitlines()]
+    assert lines[0] == "vllm serve /path/to/qwen3.6-27b", "a bundled config is not a checkpoint: a placeholder"
+    assert "--served-model-name qwen3.6-27b" in lines
+    assert "--tensor-parallel-size 2" in lines and "--max-model-len 131072" in lines
+    assert "--no-enable-prefix-caching" in lines and "--language-model-only" in lines
+    assert """--speculative-config '{"method":"mtp","num_speculative_tokens":2}'""" in lines
+    assert "vllm/vllm-openai:v0.24.0" in p.docker_command and "-v /path/to/qwen3.6-27b:" in p.docker_command
+    assert any("bundled with servetune" in note for note in p.command_notes)
 
 
 def test_max_model_len_beyond_the_model_needs_the_env_var(tmp_path) -> None:  # type: ignore[no-untyped-def]

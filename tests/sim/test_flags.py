@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from servetune.errors import ServetuneError
-from servetune.plan.inputs import human_readable_int
+from servetune.engines.vocab import human_readable_int
 from servetune.sim.flags import parse_sim_args
 
 

@@ -77,7 +77,7 @@ def main() -> None:
         where = f" ({err.filename})" if err.filename else ""
         _say(f"{err.strerror or err}{where}", "check the path, its permissions and the free disk space")
         sys.exit(EXIT_FAILED)
-    except Exception as err:  # noqa: BLE001 - the boundary: a bug still ends in a readable message
+    except Exception as err:
         if debug:
             raise
         _say(f"servetune failed unexpectedly: {type(err).__name__}: {err}", "run again with --debug and report it")

@@ -1,12 +1,12 @@
 """CLI of the engines room: `tiny-model`, `launch` (serve until Ctrl-C) and `check` (acceptance test).
 
-Engine flags pass through by the engine's own names: anything after the known options (`--max-model-len 4096`,
-`--enforce-eager`, `--ctx-size=8192`) goes to the engine untouched.
+Engine flags come after the known options, by the engine's own names (`--max-model-len 4096`, `-tp 2`,
+`--ctx-size=8192`), read by the engine vocabulary: a flag the engine's table lacks is an error with a suggestion,
+unless `--pass-unknown-flags` says to pass it on.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import typer
@@ -14,32 +14,14 @@ import typer
 from servetune.errors import ServetuneError
 
 PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
 
-def parse_extra_flags(args: list[str]) -> dict[str, str | bool]:
-    """`--a 1 --b --c=x -tp 2` → {"a": "1", "b": True, "c": "x", "-tp": "2"} (values stay strings)."""
-    flags: dict[str, str | bool] = {}
-    i = 0
-    while i < len(args):
-        tok = args[i]
-        if not tok.startswith("-") or _NUMBER.match(tok):
-            raise ServetuneError(f"unexpected argument {tok!r}", "engine flags look like --name value or --name")
-        name = tok[2:] if tok.startswith("--") else tok
-        if "=" in name:
-            name, value = name.split("=", 1)
-            flags[name] = value
-        elif i + 1 < len(args) and (not args[i + 1].startswith("-") or _NUMBER.match(args[i + 1])):
-            flags[name] = args[i + 1]
-            i += 1
-        else:
-            flags[name] = True
-        i += 1
-    return flags
-
-
-def _config(engine: str, model: str | None, served: str | None, tiny: bool, extra: list[str]):
+def _config(engine: str, model: str | None, served: str | None, tiny: bool, extra: list[str], unknown: bool):
     from servetune.engines.config import EngineConfig
+    from servetune.engines.registry import adapter_for
+    from servetune.engines.vocab import parse_argv
+
+    adapter_for(engine)  # an unknown engine is an error naming the ones there are, before anything else
 
     if tiny:
         from servetune.tiny.cache import tiny_model
@@ -50,10 +32,10 @@ def _config(engine: str, model: str | None, served: str | None, tiny: bool, extr
     if not model:
         raise ServetuneError("no model given", "pass --model PATH (or --tiny for servetune's tiny test model)")
     return EngineConfig(
-        engine=engine,
+        engine=engine,  # type: ignore[arg-type]
         model=model,
-        served_model_name=served,  # type: ignore[arg-type]
-        flags=parse_extra_flags(extra),
+        served_model_name=served,
+        flags=parse_argv(engine, extra, allow_unknown=unknown),
     )
 
 
@@ -75,7 +57,7 @@ def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):
     )
 
 
-def _print_check(result, base_url: str, model: str) -> None:  # noqa: ANN001 - a ProbeResult
+def _print_check(result, base_url: str, model: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -93,7 +75,7 @@ def _print_check(result, base_url: str, model: str) -> None:  # noqa: ANN001 - a
     console.print("[bold green]PASS[/]" if passed else "[bold red]FAIL[/]")
 
 
-def _acceptance(base_url: str, model: str, long_context: int | None, api_key: str | None, timeout: float):  # noqa: ANN202
+def _acceptance(base_url: str, model: str, long_context: int | None, api_key: str | None, timeout: float):
     import asyncio
 
     from servetune.control.client import normalize_base_url
@@ -127,11 +109,14 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option("127.0.0.1", "--host"),
         startup_timeout: float = typer.Option(600.0, "--startup-timeout", help="Seconds to wait for ready."),
         log_dir: Path = typer.Option(Path("runs/logs"), "--log-dir"),
+        pass_unknown: bool = typer.Option(
+            False, "--pass-unknown-flags", help="Pass flags missing from servetune's tables on to the engine."
+        ),
     ) -> None:
         """Start an engine (engine flags follow, by the engine's own names) and keep it up until Ctrl-C."""
         import time
 
-        cfg = _config(engine, model, served_model_name, tiny, list(ctx.args))
+        cfg = _config(engine, model, served_model_name, tiny, list(ctx.args), pass_unknown)
         engine_ = _launch(cfg, log_dir, startup_timeout, port, host)
         try:  # from the moment it is ready: a Ctrl-C at any point after this still stops it and reports
             typer.echo(f"ready in {engine_.startup_s:.1f} s: {engine_.base_url}/v1 serves {engine_.model_name!r}")
@@ -164,6 +149,9 @@ def register(app: typer.Typer) -> None:
         startup_timeout: float = typer.Option(600.0, "--startup-timeout"),
         log_dir: Path = typer.Option(Path("runs/logs"), "--log-dir"),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON instead of a table."),
+        pass_unknown: bool = typer.Option(
+            False, "--pass-unknown-flags", help="Pass flags missing from servetune's tables on to the engine."
+        ),
     ) -> None:
         """Acceptance test (the suite's acceptance probe): the model is served (with max_model_len), a short chat
         answers, a long prompt completes. Launches the engine first unless --url is given; exit code 1 when a step
@@ -174,7 +162,7 @@ def register(app: typer.Typer) -> None:
             result, base_url = _acceptance(url, model, long_context, api_key, timeout)
             name = model
         else:
-            cfg = _config(engine, model, served_model_name, tiny, list(ctx.args))
+            cfg = _config(engine, model, served_model_name, tiny, list(ctx.args), pass_unknown)
             with _launch(cfg, log_dir, startup_timeout, None, "127.0.0.1") as running:
                 result, base_url = _acceptance(running.base_url, running.model_name, long_context, None, timeout)
                 name = running.model_name

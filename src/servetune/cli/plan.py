@@ -59,6 +59,12 @@ def register(app: typer.Typer) -> None:
             "given here) and compare the overhead model with it.",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+        show_config: bool = typer.Option(
+            False, "--show-config", help="Print the engine config and GPUs servetune read from the arguments, and stop."
+        ),
+        pass_unknown: bool = typer.Option(
+            False, "--pass-unknown-flags", help="Pass flags missing from servetune's vLLM table on untouched."
+        ),
     ) -> None:
         """Plan a vLLM deployment: does it fit, how many requests at max_model_len, how fast, which flags.
 
@@ -69,14 +75,23 @@ def register(app: typer.Typer) -> None:
         --enforce-eager, --block-size, --kv-cache-memory-bytes, --dtype. Flags the planner does not model are
         carried into the emitted command line.
         """
-        from servetune.engines.config import EngineConfig
-        from servetune.hardware.gpus import parse_gpu_arg
-        from servetune.plan.api import plan_for
-        from servetune.plan.inputs import parse_vllm_argv
+        import json
 
-        flags = parse_vllm_argv(list(ctx.args))
-        spec_gpu, count = parse_gpu_arg(gpu)
-        cfg = EngineConfig(model=model, flags=flags)
+        from servetune.plan.api import plan_for
+        from servetune.plan.target import resolve_target
+
+        target = resolve_target(
+            engine="vllm",
+            model=model,
+            argv=list(ctx.args),
+            gpu=gpu,
+            vllm_version=vllm_version,
+            allow_unknown=pass_unknown,
+        )
+        if show_config:
+            typer.echo(json.dumps(target.shown(), indent=2))
+            return
+        cfg, spec_gpu, count = target.config, target.gpu, target.gpus
         if from_log:
             _against_log(cfg, spec_gpu, count, vllm_version, from_log, as_json)
             return

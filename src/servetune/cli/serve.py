@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from servetune.cli.engine import PASSTHROUGH, parse_extra_flags
+from servetune.cli.engine import PASSTHROUGH
 from servetune.errors import ServetuneError
 
 
@@ -28,8 +28,10 @@ def _source(source: Path | None, engine: str | None, model: str | None, served: 
             "nothing to serve", "pass a tuning folder, an engine config file, or --engine E --model M -- FLAGS"
         )
     from servetune.engines.models import resolve_model
+    from servetune.engines.vocab import parse_argv
 
-    cfg = EngineConfig(engine=engine or "vllm", model=model, served_model_name=served, flags=parse_extra_flags(extra))  # type: ignore[arg-type]
+    kind = engine or "vllm"
+    cfg = EngineConfig(engine=kind, model=model, served_model_name=served, flags=parse_argv(kind, extra))  # type: ignore[arg-type]
     return Source(cfg=resolve_model(cfg), evidence=Evidence(origin="command line"))
 
 

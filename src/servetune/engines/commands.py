@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from servetune.engines.config import EngineConfig
 from servetune.engines.flagtable import table_for
-from servetune.engines.vocab import normalize_flags, to_argv
+from servetune.engines.vocab import normalize_flags, parse_argv, to_argv
 from servetune.errors import ServetuneError
 from servetune.model.bundled import BUNDLED_DIR, bundled_model
 
@@ -211,7 +211,9 @@ def _plan(cfg: EngineConfig, *, production: bool, model_path: str | None, secret
             notes.append(f"set {key} in the environment: its value is not written here")
         else:
             env.append((key, value))
-    served = cfg.served_model_name or (cfg.model if model != cfg.model else None)
+    # Clients keep the name servetune ran with: a bundled config's short name, or the model as first given.
+    bundled = _bundled_name(cfg.model)
+    served = cfg.served_model_name or bundled or (cfg.model if model != cfg.model else None)
     return _Plan(engine, version, model, served, words, env, tuple(dict.fromkeys(notes)))
 
 
@@ -296,3 +298,67 @@ def _command(lines: list[list[_Word]], *, env: list[tuple[str, _Word]], notes: t
 
 
 __all__ = ["DEV_ONLY", "Command", "docker_command", "is_secret_name", "serve_command"]
+
+
+_LAUNCHERS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("vllm", "serve"), "vllm"),
+    (("python", "-m", "vllm.entrypoints.openai.api_server"), "vllm"),
+    (("python3", "-m", "vllm.entrypoints.openai.api_server"), "vllm"),
+    (("llama-server",), "llamacpp"),
+    (("python", "-m", "sglang.launch_server"), "sglang"),
+    (("python3", "-m", "sglang.launch_server"), "sglang"),
+    (("servetune", "sim-serve"), "sim"),
+)
+_MODEL_FLAGS = {"vllm": ("--model",), "llamacpp": ("-m", "--model"), "sglang": ("--model-path",), "sim": ("--model",)}
+_NAME_FLAGS = {
+    "vllm": ("--served-model-name",),
+    "llamacpp": ("-a", "--alias"),
+    "sglang": ("--served-model-name",),
+    "sim": ("--served-model-name",),
+}
+
+
+def parse_command(text: str, *, version: str | None = None, allow_unknown: bool = False) -> EngineConfig:
+    """The engine config of a pasted launch command (`vllm serve MODEL --max-model-len 32k -tp 2`, `llama-server -m
+    M.gguf -c 8192`, `python -m sglang.launch_server --model-path M`): the inverse of `serve_command`, read with the
+    same vocabulary. Leading `KEY=value` words become the environment; `--host` and `--port` are servetune's to set
+    and are dropped."""
+    try:
+        words = shlex.split(text.replace("\\\n", " "))
+    except ValueError as err:
+        raise ServetuneError(f"the command cannot be read as shell words: {err}", "check its quotes") from None
+    env: dict[str, str] = {}
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    for prefix, engine in _LAUNCHERS:
+        if tuple(w.rsplit("/", 1)[-1] if i == 0 else w for i, w in enumerate(words[: len(prefix)])) == prefix:
+            rest = words[len(prefix) :]
+            break
+    else:
+        raise ServetuneError(
+            f"not a launch command servetune reads: {text[:80]!r}",
+            "give `vllm serve MODEL ...`, `llama-server -m MODEL ...` or `python -m sglang.launch_server ...`",
+        )
+    model = served = None
+    if engine == "vllm" and rest and not rest[0].startswith("-"):
+        model, rest = rest[0], rest[1:]
+    kept: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        name, eq, inline = word.partition("=")
+        if name in (*_MODEL_FLAGS[engine], *_NAME_FLAGS[engine], "--host", "--port"):
+            value = inline if eq else (rest[i + 1] if i + 1 < len(rest) else "")
+            if name in _MODEL_FLAGS[engine]:
+                model = value
+            elif name in _NAME_FLAGS[engine]:
+                served = value
+            i += 1 if eq else 2
+            continue
+        kept.append(word)
+        i += 1
+    if not model:
+        raise ServetuneError(f"the command names no model: {text[:80]!r}", "put the model path or id in it")
+    flags = parse_argv(engine, kept, version=version, allow_unknown=allow_unknown)
+    return EngineConfig(engine=engine, model=model, served_model_name=served, flags=flags, env=env, version=version)  # type: ignore[arg-type]

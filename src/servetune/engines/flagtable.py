@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import Any, Literal, cast, get_args
@@ -283,6 +283,23 @@ def _spec(entry: dict[str, Any], **override: Any) -> FlagSpec:
     return FlagSpec(**fields)
 
 
+SHORTHANDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "vllm": {
+        "tensor-parallel-size": ("--tp",),
+        "pipeline-parallel-size": ("--pp",),
+        "data-parallel-size": ("--dp",),
+    },
+}
+"""Spellings servetune accepts beyond the engine's own, because users type them (vLLM's own aliases are `-tp`,
+`-pp`, `-dp`; 0.1's `plan` took `--tp` and its README showed it). Commands servetune writes use the canonical
+names, so an emitted command never depends on them."""
+
+
+def _with_shorthands(engine: str, spec: FlagSpec) -> FlagSpec:
+    extra = SHORTHANDS.get(engine, {}).get(spec.name, ())
+    return replace(spec, aliases=(*spec.aliases, *extra)) if extra else spec
+
+
 @cache
 def _load(engine: str, version: str) -> FlagTable:
     raw = _raw(engine, version)
@@ -292,7 +309,7 @@ def _load(engine: str, version: str) -> FlagTable:
         engine=engine,
         version=raw["version"],
         source=raw["source"],
-        flags=tuple(_spec(entry) for entry in raw["flags"]),
+        flags=tuple(_with_shorthands(engine, _spec(entry)) for entry in raw["flags"]),
         changes=TableChanges(
             since=changes["since"],
             added=tuple(changes["added"]),
@@ -334,20 +351,30 @@ def table_for(engine: str, version: str | None = None) -> FlagTable:
     known = versions(base_engine)
     if not known:
         raise ServetuneError(f"servetune has no flag table for {engine}", "reinstall servetune (package data missing)")
-    chosen, note = known[-1], None
+    chosen, note, newer = known[-1], None, None
     if version is not None:
         wanted = _normal_version(base_engine, version)
         by_key = {_normal_version(base_engine, v): v for v in known}
         older = [k for k in by_key if k <= wanted]
+        later = [k for k in by_key if k > wanted]
         title = ENGINE_TITLES[base_engine]
         if wanted in by_key:
             chosen = by_key[wanted]
         elif older:
             chosen = by_key[max(older)]
-            note = f"{title} {version} has no flag table of its own: using {chosen}'s, the nearest older one"
+            newer = by_key[min(later)] if later else None
+            note = f"{title} {version} has no flag table of its own: using {chosen}'s, the nearest older one" + (
+                f", with the flags {newer} added since" if newer else ""
+            )
         else:
             note = f"{title} {version} is older than every flag table ({known[0]} is the oldest): using {chosen}'s"
     table = _load(base_engine, chosen)
+    if newer is not None:
+        # Between two tables a flag the newer one has may already exist: it is taken (typed by the newer table)
+        # rather than refused, since only a flag no table knows is certainly wrong.
+        have = set(table.names)
+        added = tuple(spec for spec in _load(base_engine, newer).flags if spec.name not in have)
+        table = FlagTable(**{**_fields(table), "flags": (*table.flags, *added)})
     if engine == "sim":
         table = _with_sim_flags(table)
     if note:

@@ -17,7 +17,7 @@ from servetune.engines.adapter import EngineAdapter, installed_version, last_int
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
-from servetune.engines.flags import flags_to_argv
+from servetune.engines.vocab import to_argv
 from servetune.errors import ServetuneError
 
 _R = {
@@ -113,7 +113,7 @@ class LlamaCppAdapter(EngineAdapter):
             host,
             "--port",
             str(port),
-            *flags_to_argv(cfg.flags, "no-prefix"),
+            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
         ]
 
     def version(self) -> str | None:

@@ -42,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-t", "--threads", type=int)
     p.add_argument("-tb", "--threads-batch", type=int)
     p.add_argument("--threads-http", type=int)
-    p.add_argument("-n", "--n-predict", type=int)
+    p.add_argument("-n", "--predict", "--n-predict", dest="n_predict", type=int)
     p.add_argument("-ngl", "--n-gpu-layers", "--gpu-layers", type=int)
     p.add_argument("-ctk", "--cache-type-k")
     p.add_argument("-ctv", "--cache-type-v")

@@ -14,7 +14,7 @@ from servetune.engines.adapter import EngineAdapter, installed_version, last_flo
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
-from servetune.engines.flags import flags_to_argv
+from servetune.engines.vocab import to_argv
 
 _R = {
     name: re.compile(rx, re.MULTILINE)
@@ -110,7 +110,7 @@ class SglangAdapter(EngineAdapter):
             host,
             "--port",
             str(port),
-            *flags_to_argv(cfg.flags, "omit"),
+            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
         ]
 
     def version(self) -> str | None:

@@ -11,8 +11,8 @@ import sys
 import servetune
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
-from servetune.engines.flags import flags_to_argv
 from servetune.engines.vllm import VllmAdapter, parse_vllm_log
+from servetune.engines.vocab import to_argv
 
 
 class SimAdapter(VllmAdapter):
@@ -34,7 +34,7 @@ class SimAdapter(VllmAdapter):
             host,
             "--port",
             str(port),
-            *flags_to_argv(cfg.flags, "no-prefix"),
+            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
         ]
 
     def env(self, cfg: EngineConfig, host: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ from servetune.engines.adapter import EngineAdapter, first_int, installed_versio
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
-from servetune.engines.flags import flags_to_argv
+from servetune.engines.vocab import to_argv
 
 _R = {
     name: re.compile(rx, re.MULTILINE)
@@ -188,7 +188,7 @@ class VllmAdapter(EngineAdapter):
             host,
             "--port",
             str(port),
-            *flags_to_argv(cfg.flags, "no-prefix"),
+            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
         ]
 
     def env(self, cfg: EngineConfig, host: str) -> dict[str, str]:

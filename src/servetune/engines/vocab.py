@@ -440,7 +440,10 @@ def unknown_flag(table: FlagTable, token: str) -> ServetuneError:
         if close
         else f"check it against the {table.title} flags."
     )
-    fix += " To pass a flag servetune does not know, opt in to unknown flags (allow_unknown_flags)."
+    fix += (
+        " To pass on a flag servetune does not know, opt in: --pass-unknown-flags"
+        " (in an experiment: allow_unknown_flags: true)."
+    )
     return ServetuneError(problem, fix)
 
 

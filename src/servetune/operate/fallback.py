@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict
 
 from servetune.engines.config import EngineConfig, FlagValue
 from servetune.engines.facts import EngineFacts
+from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GPUSpec
 from servetune.plan.api import Plan, plan_for
-from servetune.plan.inputs import flag_key
 
 
 class Capacity(BaseModel):
@@ -106,7 +106,7 @@ def gives_up(before: Capacity | None, after: Capacity | None) -> str:
 
 def _set_flag(cfg: EngineConfig, key: str, value: FlagValue) -> EngineConfig:
     """The config with one vLLM flag set, whatever spelling (alias, underscores) the user wrote it in."""
-    flags: dict[str, Any] = {k: v for k, v in cfg.flags.items() if flag_key(k) != key}
+    flags: dict[str, Any] = normalize_flags(cfg.engine, cfg.flags, version=cfg.version, allow_unknown=True)
     flags[key] = value
     return cfg.model_copy(update={"flags": flags})
 

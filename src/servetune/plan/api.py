@@ -19,10 +19,11 @@ from servetune.hardware.catalog import GiB, GPUSpec
 from servetune.model.hf_config import load_model_spec
 from servetune.model.spec import ModelSpec
 from servetune.plan import kvcache, memory, roofline
-from servetune.plan.command import docker_command, serve_command
+from servetune.engines.commands import docker_command, serve_command
 from servetune.plan.defaults import batch_defaults
 from servetune.plan.fixes import Fix, find_fixes
-from servetune.plan.inputs import flag_key, inputs_from_flags
+from servetune.engines.vocab import normalize_flags
+from servetune.plan.inputs import inputs_from_flags
 from servetune.plan.rules import check
 from servetune.plan.speeds import SpeedEstimate, speed_estimates
 from servetune.plan.versions import behaviour
@@ -83,6 +84,8 @@ class Plan(BaseModel):
     serve_flags: dict[str, Any]
     serve_command: str
     docker_command: str
+    command_notes: list[str] = []
+    """What the commands leave to the user (a bundled model name to replace by the checkpoint's path, ...)."""
 
     def blocks_for(self, tokens: int) -> int:
         """KV blocks one request of `tokens` tokens holds in the shared pool."""
@@ -114,8 +117,9 @@ def plan_for(
     """Plans `cfg` (vLLM flags by vLLM's names) on `num_gpus` GPUs of type `gpu`."""
     if cfg.engine not in ("vllm", "sim"):
         raise ServetuneError(f"the planner models vLLM, not {cfg.engine}", "plan a vLLM EngineConfig (engine='vllm')")
-    inputs = inputs_from_flags(cfg.flags)
-    if "tensor-parallel-size" not in {flag_key(k) for k in cfg.flags} and num_gpus > 1:
+    given = {k: v for k, v in normalize_flags("vllm", cfg.flags, allow_unknown=True).items() if v is not None}
+    inputs = inputs_from_flags(given, version=vllm_version or cfg.version)
+    if "tensor-parallel-size" not in given and num_gpus > 1:
         per_replica = num_gpus // (inputs.pipeline_parallel_size * inputs.data_parallel_size)
         inputs = inputs.model_copy(update={"tensor_parallel_size": max(1, per_replica)})
     beh = behaviour(vllm_version or cfg.version)
@@ -208,7 +212,9 @@ def plan_for(
     elif source == "model" and not feasible and reasons[-1].startswith("one request") and high.fits_one_request:
         notes.append("borderline: with overheads at the low end of the model's range it would fit")
 
-    flags = _serve_flags(cfg.flags, rules.extra_flags, max_len, auto_len, tp)
+    flags = _serve_flags(given, rules.extra_flags, max_len, auto_len, tp)
+    deploy = EngineConfig(engine="vllm", model=cfg.model, flags=flags, env=cfg.env, version=beh.version)
+    serve, docker = serve_command(deploy), docker_command(deploy)
     costs = roofline.model_costs(spec, tp=tp, kv_cache_dtype=inputs.kv_cache_dtype, with_mtp=with_mtp)
     speeds = speed_estimates(
         costs,
@@ -267,8 +273,9 @@ def plan_for(
         log_lines=cap.log_lines,
         speeds=speeds,
         serve_flags=flags,
-        serve_command=serve_command(cfg.model, flags),
-        docker_command=docker_command(cfg.model, flags, version=version),
+        serve_command=serve.text,
+        docker_command=docker.text,
+        command_notes=list(dict.fromkeys((*serve.notes, *docker.notes))),
     )
     if not feasible and with_fixes:
 
@@ -316,7 +323,7 @@ def _kv_shortfall(cap: kvcache.Capacity, avail: int, max_len: int) -> str:
 
 def _serve_flags(user: dict[str, Any], extra: dict[str, str], max_len: int, auto_len: bool, tp: int) -> dict[str, Any]:
     """The user's flags in vLLM spelling, plus what the plan decided (TP, a resolved max_model_len, fallbacks)."""
-    flags: dict[str, Any] = {flag_key(k): v for k, v in user.items() if v is not None}
+    flags: dict[str, Any] = dict(user)
     if tp > 1 and "tensor-parallel-size" not in flags:
         flags = {"tensor-parallel-size": tp, **flags}
     if "max-model-len" in flags and not auto_len:

@@ -130,8 +130,17 @@ def render(plan: Plan, console: Console) -> None:
                 f.change, f"{f.weights_gib_per_gpu:.2f} GiB", f"{f.max_concurrency:.2f}x", f"{f.kv_cache_tokens:,}"
             )
         console.print(fixes)
-    console.print("serve:  " + plan.serve_command, markup=False, highlight=False, soft_wrap=True)
-    console.print("docker: " + plan.docker_command, markup=False, highlight=False, soft_wrap=True)
+    if not plan.feasible:
+        console.print(
+            "[bold red]These commands are the config as given, which does NOT fit:[/] apply one of the fixes above "
+            "first (their flags go in the same place)."
+        )
+    console.print("serve:", markup=False, highlight=False)
+    console.print(plan.serve_command, markup=False, highlight=False, soft_wrap=True)
+    console.print("docker:", markup=False, highlight=False)
+    console.print(plan.docker_command, markup=False, highlight=False, soft_wrap=True)
+    for note in plan.command_notes:
+        console.print(f"  note: {note}", markup=False, highlight=False)
 
 
 def render_check(check: OverheadCheck, figures: EngineFacts, plan: Plan, match: bool, console: Console) -> None:

@@ -138,6 +138,7 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         lines += ["```bash", rec.serve_command, "```", ""]
         if rec.docker_command:
             lines += ["```bash", rec.docker_command, "```", ""]
+        lines += [f"- note: {note}" for note in rec.notes] + ([""] if rec.notes else [])
         if rec.sampling_presets:
             lines += ["Client sampling presets:", ""]
             lines += [
@@ -184,6 +185,7 @@ def write_reports(
         text = f"# {rec.variant}: {rec.reason}\n{rec.serve_command}\n"
         if rec.docker_command:
             text += f"\n# docker\n{rec.docker_command}\n"
+        text += "".join(f"# note: {note}\n" for note in rec.notes)
         for name, body in rec.sampling_presets.items():
             text += f"\n# sampling preset {name}\n{json.dumps(body, ensure_ascii=False)}\n"
     else:

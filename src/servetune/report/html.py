@@ -142,6 +142,7 @@ def recommendation_section(ranking: Ranking, rec: Recommendation | None) -> str:
     ]
     if rec.docker_command:
         parts.append(f"<pre>{escape(rec.docker_command)}</pre>")
+    parts += [f'<p class="note">{escape(note)}</p>' for note in rec.notes]
     if rec.sampling_presets:
         items = "".join(
             f"<li><b>{escape(n)}</b>: <code>{escape(json.dumps(b, ensure_ascii=False))}</code></li>"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from servetune.humanize import number
 from servetune.suite.spec import all_probes, figure_spec
 from servetune.tune.estimates import ESTIMATE_PROBE
 from servetune.tune.rank import Entry, FigureKey, Ranking
@@ -124,19 +125,6 @@ def summary_rows(ranking: Ranking) -> list[dict[str, Any]]:
             row[f"{name}.delta_ci95"] = _num(d.half_width_pct if d else None, 2)
         rows.append(row)
     return rows
-
-
-def number(value: float, digits: int = 3) -> str:
-    """A number for people: `digits` significant digits, thousands separated, never scientific notation
-    (`4.1e+02` → `410`, `23811.4` → `23,811`, `0.00412` → `0.00412`)."""
-    if not math.isfinite(value):
-        return "∞" if value > 0 else ("−∞" if value < 0 else "—")
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(0, digits - 1 - magnitude)
-    rounded = round(value, decimals)
-    return f"{rounded:,.{decimals}f}"
 
 
 def short_value(entry: Entry, key: FigureKey) -> str:

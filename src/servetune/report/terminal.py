@@ -6,7 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from servetune.report.tables import number, status_text
+from servetune.humanize import number
+from servetune.report.tables import status_text
 from servetune.suite.spec import figure_spec
 from servetune.tune.rank import Ranking
 

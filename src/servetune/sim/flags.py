@@ -13,7 +13,7 @@ import json
 from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.errors import ServetuneError
-from servetune.plan.inputs import human_readable_int
+from servetune.engines.vocab import human_readable_int
 
 
 class SimServeArgs(BaseModel):

@@ -11,7 +11,9 @@ from servetune.load.backend import ClientSpec
 from servetune.metrics.slo import is_latency_slo, slo_problem
 from servetune.suite.spec import all_probes, named_objectives
 from servetune.tune.experiment import Change, Experiment
-from servetune.tune.flagspec import kind_problem, known_flags
+from servetune.engines.commands import parse_command
+from servetune.engines.vocab import normalize_flags
+from servetune.plan.inputs import inputs_from_flags
 from servetune.tune.issues import Issue, KeyPath
 from servetune.tune.variants import CLIENT_PREFIX
 
@@ -141,58 +143,58 @@ def _slo_issues(exp: Experiment) -> Iterator[Issue]:
 
 
 def _flag_issues(exp: Experiment) -> Iterator[Issue]:
-    if exp.allow_unknown_flags:
-        return
+    """Every flag of the base and of every variant, read by the engine vocabulary: unknown names (unless
+    allow_unknown_flags), wrong kinds and values vLLM refuses — known flags are checked either way."""
     base_engine = exp.engine.engine
-    yield from _check_flags(base_engine, exp.engine.flags, ("engine", "flags"))
+    unknown = exp.allow_unknown_flags
+    version = exp.engine.version
+    if exp.engine.command is not None:
+        try:
+            parse_command(exp.engine.command, version=version, allow_unknown=unknown)
+        except ServetuneError as err:
+            yield Issue(("engine", "command"), err.problem, err.fix or "check the command")
+    yield from _check_flags(base_engine, exp.engine.flags, ("engine", "flags"), version, unknown)
     for s_index, stage in enumerate(exp.variants.as_stages()):
         prefix: KeyPath = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
         if stage.matrix:
             for name, change in stage.matrix.changes.items():
                 engine = change.engine or base_engine
-                yield from _check_change(engine, change, (*prefix, "matrix", "changes", name))
+                shorthand = not change.model_fields_set & {"env", "client", "note", "engine", "model"}
+                path = (*prefix, "matrix", "changes", name)
+                yield from _check_flags(engine, change.flags, path if shorthand else (*path, "flags"), version, unknown)
         if stage.grid:
             for flag, values in stage.grid.flags.items():
                 if flag.startswith(CLIENT_PREFIX):
                     yield from _check_client_dim(exp, flag, values, (*prefix, "grid", flag))
                     continue
                 for i, value in enumerate(values):
-                    yield from _check_flags(base_engine, {flag: value}, (*prefix, "grid", flag, i), at_value=True)
+                    where = (*prefix, "grid", flag, i)
+                    yield from _check_flags(base_engine, {flag: value}, where, version, unknown, at_value=True)
         if stage.search:
             for flag, dim in stage.search.space.items():
                 sample = dim.choice or [(dim.int_range or dim.float_range or (None,))[0]]
                 for value in sample:
-                    yield from _check_flags(base_engine, {flag: value}, (*prefix, "search", "space", flag))
+                    where = (*prefix, "search", "space", flag)
+                    yield from _check_flags(base_engine, {flag: value}, where, version, unknown, at_value=True)
 
 
-def _check_change(engine: str, change: Change, path: KeyPath) -> Iterator[Issue]:
-    shorthand = not change.model_fields_set & {"env", "client", "note", "engine", "model"}
-    yield from _check_flags(engine, change.flags, path if shorthand else (*path, "flags"))
-
-
-def _check_flags(engine: str, flags: dict[str, object], path: KeyPath, *, at_value: bool = False) -> Iterator[Issue]:
-    known = known_flags(engine)
-    if not known:
-        return
+def _check_flags(
+    engine: str,
+    flags: dict[str, object],
+    path: KeyPath,
+    version: str | None,
+    allow_unknown: bool,
+    *,
+    at_value: bool = False,
+) -> Iterator[Issue]:
     for name, value in flags.items():
         where = path if at_value else (*path, name)
-        bare = name.removeprefix("--").removeprefix("no-") if name.startswith(("--", "no-")) else name
-        if name.startswith("-") or "_" in name:
-            dashed = name.lstrip("-").replace("_", "-")
-            yield Issue(
-                where, f"flag `{name}` is not written as servetune expects", f"write `{dashed}` (no leading dashes)"
-            )
-            continue
-        if bare not in known:
-            close = difflib.get_close_matches(bare, known, n=1, cutoff=0.6)
-            fix = f"did you mean `{close[0]}`?" if close else "check the engine's --help"
-            yield Issue(where, f"unknown {engine} flag `{name}`", f"{fix} (or set allow_unknown_flags: true)")
-            continue
-        problem = kind_problem(known[bare], value)
-        if problem:
-            yield Issue(
-                where, f"flag `{name}` = {value!r}: it {problem}", f"give `{name}` {problem.removeprefix('takes ')}"
-            )
+        try:
+            normalized = normalize_flags(engine, {name: value}, version=version, allow_unknown=allow_unknown)
+            if engine in ("vllm", "sim"):
+                inputs_from_flags({k: v for k, v in normalized.items() if v is not None}, version=version)
+        except ServetuneError as err:
+            yield Issue(where, err.problem, err.fix or "see the engine's --help")
 
 
 def _check_client_dim(exp: Experiment, name: str, values: list[object], path: KeyPath) -> Iterator[Issue]:

@@ -28,12 +28,27 @@ class EngineSpec(_Strict):
     """The base launch: every variant starts from these flags."""
 
     engine: EngineName = "vllm"
-    model: str = Field(description="Model path as the engine takes it (a HF folder for vLLM, a .gguf for llama.cpp).")
+    model: str | None = Field(
+        default=None, description="Model path as the engine takes it (a HF folder for vLLM, a .gguf for llama.cpp)."
+    )
+    command: str | None = Field(
+        default=None,
+        description="Instead of engine/model/flags: a launch command as pasted from a shell "
+        "(`vllm serve MODEL --max-model-len 32k -tp 2`, `llama-server -m M.gguf -c 8192`).",
+    )
     served_model_name: str | None = None
     flags: dict[str, FlagValue] = Field(default_factory=dict, description="Engine flags by their own names.")
     env: dict[str, str] = Field(default_factory=dict)
     version: str | None = Field(default=None, description="Engine version (for the planner and the report).")
-    startup_timeout_s: float = Field(default=900.0, gt=0)
+    startup_timeout_s: float = Field(default=900.0, gt=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _model_or_command(self) -> EngineSpec:
+        if self.command is None and self.model is None:
+            raise ValueError("give engine.model (with engine.flags), or engine.command (a pasted launch command)")
+        if self.command is not None and (self.model is not None or self.flags):
+            raise ValueError("give either engine.command or engine.model/engine.flags, not both")
+        return self
 
 
 class HardwareSpec(_Strict):

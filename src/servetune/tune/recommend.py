@@ -1,17 +1,17 @@
-"""The winner as commands a user pastes: `vllm serve …` and `docker run … vllm/vllm-openai …` (or
-`llama-server …`), plus the client sampling presets the experiment gives."""
+"""The winner as commands a user pastes — written by the one emitter (`servetune.engines.commands`), so `plan` and
+`tune` print the same `vllm serve` / `docker run` / `llama-server` lines — plus the client sampling presets the
+experiment gives, the winner's figures, and what the user must still do (the emitter's notes)."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.engines.config import EngineConfig
-from servetune.engines.flags import flags_to_argv
-from servetune.tune.experiment import Deploy, Experiment
+from servetune.engines.commands import docker_command, serve_command
 from servetune.engines.models import resolve_model
+from servetune.humanize import number
+from servetune.tune.experiment import Experiment
 from servetune.tune.rank import Ranking
 
 
@@ -22,60 +22,9 @@ class Recommendation(BaseModel):
     reason: str
     serve_command: str
     docker_command: str | None
+    notes: list[str] = []
     sampling_presets: dict[str, dict[str, Any]]
     figures: dict[str, str]
-
-
-def _multiline(head: list[str], flags: list[str]) -> str:
-    """A shell command with one flag (and its value) per line, the way the seeds write them."""
-    lines, current = [" ".join(shlex.quote(a) for a in head)], []
-    for arg in flags:
-        if arg.startswith("-") and current:
-            lines.append(" ".join(current))
-            current = []
-        current.append(shlex.quote(arg))
-    if current:
-        lines.append(" ".join(current))
-    return " \\\n  ".join(lines)
-
-
-def deployable(config: EngineConfig) -> EngineConfig:
-    """The config a user deploys: a `sim` variant becomes the real vLLM launch it simulates, without the
-    simulator's own flags (`--gpu`, `--time-scale`, `--calibration`, ...: vLLM would refuse them)."""
-    if config.engine != "sim":
-        return config
-    from servetune.sim.flags import SIM_ONLY_FLAGS
-
-    flags = {name: value for name, value in config.flags.items() if name not in SIM_ONLY_FLAGS}
-    return config.model_copy(update={"engine": "vllm", "flags": flags})
-
-
-def serve_command(config: EngineConfig) -> str:
-    if config.engine == "llamacpp":
-        return _multiline(["llama-server"], ["--model", config.model, *flags_to_argv(config.flags, "omit")])
-    named = ["--served-model-name", config.served_model_name] if config.served_model_name else []
-    cmd = _multiline(["vllm", "serve", config.model], named + flags_to_argv(config.flags))
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in config.env.items())
-    return f"{env} {cmd}" if env else cmd
-
-
-def docker_command(config: EngineConfig, deploy: Deploy, gpus: int | None) -> str | None:
-    """The `docker run` form for vLLM (None for other engines); the model folder is mounted read-only."""
-    if config.engine not in {"vllm", "sim"}:
-        return None
-    opts = ["--name", deploy.container_name, "--restart", "unless-stopped"]
-    if gpus:
-        opts += ["--runtime", "nvidia", "--gpus", "all"]
-    opts += ["--shm-size", "16g", "--ipc", "host", "-p", f"{deploy.port}:8000"]
-    if deploy.host_model_dir:
-        opts += ["-v", f"{deploy.host_model_dir}:{config.model}:ro"]
-    for key, value in config.env.items():
-        opts += ["-e", f"{key}={value}"]
-    named = ["--served-model-name", config.served_model_name] if config.served_model_name else []
-    docker = _multiline(["docker", "run", "-d"], opts)
-    image = deploy.image or (f"vllm/vllm-openai:v{config.version}" if config.version else "vllm/vllm-openai:latest")
-    serve = _multiline([image], ["--model", config.model, *named, *flags_to_argv(config.flags)])
-    return f"{docker} \\\n  {serve}"
 
 
 def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
@@ -83,17 +32,30 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
     winner = ranking.winner
     if winner is None:
         return None
-    config = deployable(resolve_model(winner.record.variant.config))
-    gpus = exp.hardware.gpus or None
+    config = resolve_model(winner.record.variant.config)
+    serve = serve_command(config)
+    docker = None
+    if config.engine in ("vllm", "sim"):
+        deploy = exp.deploy
+        docker = docker_command(
+            config,
+            image=deploy.image,
+            port=deploy.port,
+            host_model_dir=deploy.host_model_dir,
+            container_name=deploy.container_name,
+            gpus=exp.hardware.gpus or "all",
+        )
     figures = {
-        f"{probe}.{name}": f"{est.mean:.4g}" + ("" if est.n < 2 else f" ± {est.half_width:.2g}")
+        f"{probe}.{name}": number(est.mean, 4) + ("" if est.n < 2 else f" ± {number(est.half_width, 2)}")
         for (probe, name), est in sorted(winner.figures.items())
     }
+    notes = list(dict.fromkeys((*serve.notes, *(docker.notes if docker else ()))))
     return Recommendation(
         variant=winner.record.variant.name,
         reason=ranking.reason,
-        serve_command=serve_command(config),
-        docker_command=docker_command(config, exp.deploy, gpus),
+        serve_command=serve.text,
+        docker_command=docker.text if docker else None,
+        notes=notes,
         sampling_presets=exp.sampling_presets,
         figures=figures,
     )

@@ -80,7 +80,7 @@ class SearchSource:
             stage=self.stage.name,
             config=config,
             client=client,
-            changes=describe_change(change),
+            changes=describe_change(change, self.base.engine),
         )
 
     def replay(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:

@@ -10,7 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from servetune.engines.commands import parse_command
 from servetune.engines.config import EngineConfig, FlagValue
+from servetune.engines.vocab import normalize_flags
 from servetune.load.backend import ClientSpec
 from servetune.tune.experiment import Change, Experiment, Grid, Matrix
 
@@ -48,24 +50,40 @@ class Variant(BaseModel):
 
 
 def base_config(exp: Experiment) -> EngineConfig:
-    """The experiment's base launch (the first stage's baseline)."""
+    """The experiment's base launch (the first stage's baseline), its flags read by the engine vocabulary so that
+    every config holds canonical names and typed values (`max-model-len: 32k` → 32000, as vLLM reads it)."""
     spec = exp.engine
+    unknown = exp.allow_unknown_flags
+    if spec.command is not None:
+        parsed = parse_command(spec.command, version=spec.version, allow_unknown=unknown)
+        return parsed.model_copy(
+            update={
+                "served_model_name": spec.served_model_name or parsed.served_model_name,
+                "env": {**parsed.env, **spec.env},
+            }
+        )
+    assert spec.model is not None  # the schema asks for a model or a command
     return EngineConfig(
         engine=spec.engine,
         model=spec.model,
         served_model_name=spec.served_model_name,
-        flags=spec.flags,
+        flags=_clean(normalize_flags(spec.engine, spec.flags, version=spec.version, allow_unknown=unknown)),
         env=spec.env,
         version=spec.version,
     )
+
+
+def _clean(flags: dict[str, FlagValue]) -> dict[str, FlagValue]:
+    return {k: v for k, v in flags.items() if v is not None}
 
 
 def apply_change(config: EngineConfig, client: ClientSpec, change: Change) -> tuple[EngineConfig, ClientSpec]:
     """The base with a change applied; a flag set to None is removed (the engine's default applies).
     A change of engine starts from no flags: the base's flags belong to the other engine."""
     switching = change.engine is not None and change.engine != config.engine
-    flags = dict(change.flags) if switching else {**config.flags, **change.flags}
-    flags = {k: v for k, v in flags.items() if v is not None}
+    engine = change.engine or config.engine
+    given = normalize_flags(engine, change.flags, version=config.version, allow_unknown=True)
+    flags = _clean(dict(given) if switching else {**config.flags, **given})
     env = dict(change.env) if switching else {**config.env, **change.env}
     update: dict[str, Any] = {"flags": flags, "env": env}
     if change.engine is not None:
@@ -76,9 +94,10 @@ def apply_change(config: EngineConfig, client: ClientSpec, change: Change) -> tu
     return config.model_copy(update=update), ClientSpec.model_validate(new_client.model_dump())
 
 
-def describe_change(change: Change) -> dict[str, Any]:
-    """The change as one flat mapping for tables: flags by name, engine/model/env/client prefixed."""
-    out: dict[str, Any] = dict(change.flags)
+def describe_change(change: Change, engine: str) -> dict[str, Any]:
+    """The change as one flat mapping for tables: flags by canonical name (as every config holds them),
+    engine/model/env/client prefixed."""
+    out: dict[str, Any] = dict(normalize_flags(change.engine or engine, change.flags, allow_unknown=True))
     if change.engine:
         out["engine"] = change.engine
     if change.model:
@@ -99,7 +118,7 @@ def matrix_variants(base: EngineConfig, client: ClientSpec, matrix: Matrix, stag
                 stage=stage,
                 config=config,
                 client=new_client,
-                changes=describe_change(change),
+                changes=describe_change(change, base.engine),
                 note=change.note,
             )
         )
@@ -121,7 +140,7 @@ def grid_variants(base: EngineConfig, client: ClientSpec, grid: Grid, stage: str
                 stage=stage,
                 config=config,
                 client=new_client,
-                changes=describe_change(change),
+                changes=describe_change(change, base.engine),
                 baseline=index == 0,
             )
         )
