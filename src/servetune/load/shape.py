@@ -54,6 +54,14 @@ class LoadShape(BaseModel):
             raise ServetuneError("an open-loop load shape needs a rate", "set rate=R requests/s (inf for all at once)")
         if self.requests is None and self.duration_s is None:
             raise ServetuneError("a load shape needs a bound", "set requests=N and/or duration_s=S")
+        if self.kind == "rate" and self.rate == float("inf") and (
+            self.requests is None or self.duration_s or self.warmup_s or self.cooldown_s
+        ):
+            # Every arrival is at t = 0, so a time-based bound or phase would never end.
+            raise ServetuneError(
+                "all-at-once arrivals (rate inf) are bounded by a request count only",
+                "set requests=N (and warmup_requests=N), not a duration, warm-up or cool-down in seconds",
+            )
         return self
 
     @classmethod
