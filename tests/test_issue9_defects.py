@@ -49,25 +49,33 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 # --- one vocabulary -------------------------------------------------------------------------------------------
-def test_estimate_takes_tp_like_plan() -> None:
-    """0.1: `estimate --tp 2` ran on one GPU (270,336 KV tokens instead of 1,226,752) and said nothing."""
-    common = ("--gpu", "A100-80G-SXM", "--max-model-len", "128K", "--language-model-only")
-    out = run(
-        "estimate", "qwen3.6-27b", *common, "--tp", "2", "--concurrency", "1", "--num-requests", "2",
-        "--input-len", "16", "--output-len", "4",
-    )
+FLAGS = ("--max-model-len", "128K", "--language-model-only")
+LOAD = ("--concurrency", "1", "--num-requests", "2", "--input-len", "16", "--output-len", "4")
+
+
+def _plan_kv(gpu: str, *flags: str) -> int:
+    out = run("plan", "--model", "qwen3.6-27b", "--gpu", gpu, *FLAGS, *flags, "--json")
     assert out.returncode == 0, out.stderr
-    assert "1,226,752" in out.stdout + out.stderr and "270,336" not in out.stdout + out.stderr
+    return int(json.loads(out.stdout)["kv_cache_tokens"])
+
+
+def _estimate_kv(gpu: str, *flags: str) -> str:
+    out = run("estimate", "qwen3.6-27b", "--gpu", gpu, *FLAGS, *flags, *LOAD)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout + out.stderr
+
+
+def test_estimate_takes_tp_like_plan() -> None:
+    """0.1: `estimate --tp 2` ran on one GPU (a quarter of the KV cache) and said nothing, while `plan` took it."""
+    two = _plan_kv("A100-80G-SXMx2", "--tp", "2")
+    assert two > 2 * _plan_kv("A100-80G-SXM")
+    assert f"KV cache {two:,} tokens" in _estimate_kv("A100-80G-SXM", "--tp", "2")
 
 
 def test_estimate_takes_the_gpu_spelling_plan_takes() -> None:
     """0.1: `estimate --gpu A100-80G-SXMx2` was an unknown GPU while `plan` took it."""
-    out = run(
-        "estimate", "qwen3.6-27b", "--gpu", "A100-80G-SXMx2", "-tp", "2", "--max-model-len", "128K",
-        "--language-model-only", "--concurrency", "1", "--num-requests", "2", "--input-len", "16", "--output-len", "4",
-    )
-    assert out.returncode == 0, out.stderr
-    assert "1,226,752" in out.stdout + out.stderr
+    two = _plan_kv("A100-80G-SXMx2", "-tp", "2")
+    assert f"KV cache {two:,} tokens" in _estimate_kv("A100-80G-SXMx2", "-tp", "2")
 
 
 def test_a_gpu_family_name_is_not_silently_an_80gb_sxm() -> None:

@@ -4,11 +4,14 @@
 
 Each case runs the real CLI in a fresh process (`servetune estimate ... --json`), so the wall time
 includes Python start, imports and planning; the simulated duration is what the same workload would
-take on the GPU. The goal (issue 6): a 1,000-request workload in seconds, at least 100x real time.
+take on the GPU; the loop columns time the same run in process (`SimBackend.run`: the simulation, the
+records and their summary, without start-up and planning). The goal (issue 6): a 1,000-request workload in
+seconds, at least 100x real time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import platform
@@ -52,53 +55,57 @@ CASES = [
     ),
 ]
 LOADS = [1, 16, 64, 256]
+WORKLOAD = ["--requests", "1000", "--input-tokens", "1024", "--output-tokens", "256", "--range-ratio", "0.25"]
+"""bench's load options: 1,000 requests, lengths uniform within ±25% of 1024 in / 256 out."""
+
+
+def loop_time(model_args: list[str], conc: int) -> tuple[float, float, int]:
+    """CPU seconds, wall seconds and engine steps of the simulation alone (in process, planning excluded)."""
+    from servetune.load.backend import ClientSpec
+    from servetune.load.options import LoadOptions
+    from servetune.sim.backend import SimBackend
+    from servetune.sim.deployment import build_deployment
+    from servetune.sim.flags import parse_sim_args
+
+    options, rest = LoadOptions.from_argv([*WORKLOAD, "--concurrency", str(conc)])
+    deployment = build_deployment(parse_sim_args(model_args + rest))
+    backend = SimBackend(deployment, client=ClientSpec(endpoint="completions"))
+    wall, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(backend.run(options.workload(), options.shape()))
+    return time.process_time() - cpu, time.perf_counter() - wall, backend.steps
 
 
 def main() -> None:
+    sys.path.insert(0, str(ROOT / "src"))
     rows = []
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     for label, model_args in CASES:
         for conc in LOADS:
-            cmd = [
-                sys.executable,
-                "-m",
-                "servetune",
-                "estimate",
-                *model_args,
-                "--num-requests",
-                "1000",
-                "--input-len",
-                "1024",
-                "--output-len",
-                "256",
-                "--spread",
-                "0.25",
-                "--concurrency",
-                str(conc),
-                "--json",
-            ]
+            cmd = [sys.executable, "-m", "servetune", "estimate", *model_args, *WORKLOAD, "--concurrency", str(conc)]
             t0 = time.perf_counter()
             ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
+            out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, check=True).stdout
             wall = time.perf_counter() - t0
             ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cli_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-            r = json.loads(out)
+            result = json.loads(out)
+            summary = result["summary"]
+            loop_cpu, loop_wall, steps = loop_time(model_args, conc)
             rows.append(
                 {
                     "deployment": label,
                     "concurrency": conc,
-                    "requests": 1000,
+                    "requests": summary["completed"],
                     "cli_wall_s": round(wall, 2),
                     "cli_cpu_s": round(cli_cpu, 2),
-                    "sim_loop_wall_s": round(r["wall_s"], 2),
-                    "sim_loop_cpu_s": round(r["cpu_s"], 2),
-                    "simulated_s": round(r["duration_s"], 1),
-                    "speedup_cli": round(r["duration_s"] / wall, 1),
-                    "speedup_loop_cpu": round(r["duration_s"] / r["cpu_s"], 1),
-                    "steps": r["sim_steps"],
-                    "tpot_p50_ms": round(r["tpot_ms"]["p50"], 2),
-                    "output_tok_s": round(r["output_throughput"], 1),
+                    "sim_loop_wall_s": round(loop_wall, 2),
+                    "sim_loop_cpu_s": round(loop_cpu, 2),
+                    "simulated_s": round(result["wall_s"], 1),
+                    "speedup_cli": round(result["wall_s"] / wall, 1),
+                    "speedup_loop_cpu": round(result["wall_s"] / loop_cpu, 1),
+                    "steps": steps,
+                    "tpot_p50_ms": round(summary["tpot_ms"]["p50"], 2),
+                    "output_tok_s": round(summary["output_throughput"], 1),
                 }
             )
             print(rows[-1], flush=True)
@@ -109,7 +116,8 @@ def main() -> None:
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other work; "
         f"Python {platform.python_version()}. Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "CLI = a fresh `servetune estimate --json` process (start, imports, planning, simulation), wall and CPU "
-        "time; loop = the simulation alone (CPU time: other jobs share these 2 cores, so wall time varies).",
+        "time; loop = `SimBackend.run` in process: simulation, records and summary (CPU time: other jobs share "
+        "these 2 cores, so wall time varies).",
         f"Load average during the run: {os.getloadavg()[0]:.1f} (2 cores).",
         "",
         "| deployment | concurrency | CLI wall s | CLI CPU s | loop CPU s | simulated s | speed-up (CLI wall) "

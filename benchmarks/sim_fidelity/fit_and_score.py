@@ -31,19 +31,22 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from fidelity_points import FIT_SETTING, POINTS  # noqa: E402
 
+from servetune.metrics.record import RequestRecord  # noqa: E402
 from servetune.plan.roofline import Efficiency  # noqa: E402
 from servetune.sim.calibration import (  # noqa: E402
+    TARGETS,
     MeasuredRun,
     fit_coefficients,
-    measured_targets,
+    measured_summary,
     relative_errors,
-    simulated_targets,
+    replay,
+    simulated_summary,
+    targets,
 )
 from servetune.sim.fitting import deployment_for  # noqa: E402
 from servetune.sim.profile import CalibrationProfile  # noqa: E402
 from servetune.sim.results import measured_run, read_flags  # noqa: E402
 from servetune.sim.steptime import StepCoefficients  # noqa: E402
-from servetune.sim.virtual import RequestSpec, run_virtual  # noqa: E402
 
 MODEL = "qwen3.6-27b"  # the bundled config of Qwen/Qwen3.6-27B: the shapes the device served
 GPU = "H200"
@@ -73,7 +76,7 @@ STANDIN_TRUTH = StepCoefficients(
     per_seq_overhead_s=4e-5,
     request_overhead_s=0.006,
 )
-METRICS = ("ttft_p50_s", "tpot_p50_s", "output_throughput")
+METRICS = TARGETS
 NOTES = """
 ## Notes (read before quoting the numbers)
 
@@ -115,35 +118,15 @@ def make_standin(dest: Path) -> None:
         (out / "flags.txt").write_text("\n".join(flags) + "\n")
         dep = deployment_for(MODEL, GPU, VLLM_VERSION, flags)
         (out / "vllm_startup.log").write_text("\n".join(f"INFO {line}" for line in dep.startup_lines()) + "\n")
-        timing = dep.timing.__class__(dep.timing.costs, dep.timing.gpu, STANDIN_TRUTH)
         for point in POINTS:
             rng = random.Random(f"0-{point.name}")
-            lengths = point.lengths(rng)
-            sim = run_virtual(
-                [RequestSpec(p, o) for p, o in lengths], dep.limits, timing, concurrency=point.concurrency
+            asked = tuple(
+                RequestRecord(index=i, prompt_tokens=p, output_tokens=o) for i, (p, o) in enumerate(point.lengths(rng))
             )
+            records = replay(MeasuredRun(point.name, point.concurrency, asked, dep), STANDIN_TRUTH)
             with (out / f"{point.name}.jsonl").open("w") as f:
-                for i, t in enumerate(sim.timelines):
-                    ns = [int((c + 1000) * 1e9) for c in t.chunk_times]
-                    f.write(
-                        json.dumps(
-                            {
-                                "point": point.name,
-                                "index": i,
-                                "warmup": False,
-                                "concurrency": point.concurrency,
-                                "prompt_tokens": lengths[i][0],
-                                "max_tokens": lengths[i][1],
-                                "sent_ns": int((t.sent + 1000) * 1e9),
-                                "chunk_ns": ns,
-                                "chunk_tokens": t.chunk_tokens,
-                                "end_ns": ns[-1],
-                                "output_tokens": t.output_tokens,
-                                "error": None,
-                            }
-                        )
-                        + "\n"
-                    )
+                for r in records:
+                    f.write(json.dumps({**r.model_dump(mode="json"), "concurrency": point.concurrency}) + "\n")
         (out / "campaign.json").write_text(json.dumps({"setting": setting, "standin": True}))
 
 
@@ -272,11 +255,14 @@ def main() -> None:
     default = StepCoefficients()
     rows = []
     for (label, name), run in runs.items():
-        real = measured_targets(run).as_dict()
-        sim_d = simulated_targets(run, default).as_dict()
-        sim_c = simulated_targets(run, coef).as_dict()
-        err_d = relative_errors(simulated_targets(run, default), measured_targets(run))
-        err_c = relative_errors(simulated_targets(run, coef), measured_targets(run))
+        measured, with_default, with_fit = (
+            measured_summary(run),
+            simulated_summary(run, default),
+            simulated_summary(run, coef),
+        )
+        real, sim_d, sim_c = targets(measured), targets(with_default), targets(with_fit)
+        err_d = relative_errors(with_default, measured)
+        err_c = relative_errors(with_fit, measured)
         role = "fit" if run in fit_runs else "held-out"
         for m in METRICS:
             rows.append(
@@ -290,7 +276,7 @@ def main() -> None:
                     "sim_calibrated": sim_c[m],
                     "err_default": err_d.get(m, math.nan),
                     "err_calibrated": err_c.get(m, math.nan),
-                    "requests": len(run.requests),
+                    "requests": len(run.records),
                 }
             )
     with (args.out / f"errors_{stem}.csv").open("w", newline="") as f:

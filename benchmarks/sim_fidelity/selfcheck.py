@@ -25,7 +25,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from servetune.process.ports import free_port  # noqa: E402
-from servetune.sim.calibration import measured_targets, relative_errors, simulated_targets  # noqa: E402
+from servetune.sim.calibration import measured_summary, relative_errors, simulated_summary, targets  # noqa: E402
 from servetune.sim.fitting import deployment_for  # noqa: E402
 from servetune.sim.results import measured_run  # noqa: E402
 from servetune.sim.steptime import StepCoefficients  # noqa: E402
@@ -100,11 +100,12 @@ def main() -> None:
     ]
     for path in sorted(out.glob("*.jsonl")):
         run = measured_run(path, dep)
-        real = measured_targets(run)
-        err = relative_errors(simulated_targets(run, StepCoefficients()), real)
+        measured = measured_summary(run)
+        real = targets(measured)
+        err = relative_errors(simulated_summary(run, StepCoefficients()), measured)
         lines.append(
-            f"| {path.stem} | {len(run.requests)} | {real.ttft_p50 * 1e3:.1f} ms | {err['ttft_p50_s']:+.1%} | "
-            f"{real.tpot_p50 * 1e3:.2f} ms | {err['tpot_p50_s']:+.1%} | {real.throughput:.1f} tok/s | "
+            f"| {path.stem} | {len(run.records)} | {real['ttft_p50_s'] * 1e3:.1f} ms | {err['ttft_p50_s']:+.1%} | "
+            f"{real['tpot_p50_s'] * 1e3:.2f} ms | {err['tpot_p50_s']:+.1%} | {real['output_throughput']:.1f} tok/s | "
             f"{err['output_throughput']:+.1%} |"
         )
     (HERE / "selfcheck.md").write_text("\n".join(lines) + "\n")

@@ -6,20 +6,25 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from servetune.errors import ServetuneError
+from servetune.metrics.record import RequestRecord
 from servetune.plan.roofline import Efficiency
 from servetune.sim.calibration import (
+    MeasuredRun,
     fit_coefficients,
-    measured_targets,
+    measured_summary,
     relative_errors,
-    simulated_targets,
+    replay,
+    simulated_summary,
 )
 from servetune.sim.fitting import deployment_for, runs_from_dir
 from servetune.sim.profile import CalibrationProfile
+from servetune.sim.results import measured_run, to_record
 from servetune.sim.steptime import StepCoefficients
-from servetune.sim.virtual import RequestSpec, run_virtual
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAGS = ["--max-model-len", "32768", "--language-model-only"]
@@ -32,39 +37,23 @@ POINTS = {"decode": (1, [(1024, 128)] * 3), "prefill": (1, [(8192, 8)] * 2), "lo
 
 
 def write_measured(directory: Path) -> None:
-    """Result files as servetune's client writes them, from a 'real engine' with TRUTH coefficients."""
+    """Result files as `servetune bench --jsonl --json` writes them, from a 'real engine' with TRUTH coefficients:
+    RequestRecord JSON lines, the concurrency in the LoadResult JSON beside them (`shape.concurrency`)."""
     directory.mkdir(parents=True)
     (directory / "flags.txt").write_text("\n".join(FLAGS) + "\n")
     dep = deployment_for("qwen3.6-27b", "H200", "0.24.0", FLAGS)
-    timing = replace(dep.timing, coef=TRUTH)
     for name, (conc, lengths) in POINTS.items():
-        sim = run_virtual([RequestSpec(p, o) for p, o in lengths], dep.limits, timing, concurrency=conc)
-        with (directory / f"{name}.jsonl").open("w") as f:
-            for i, t in enumerate(sim.timelines):
-                chunks = [int((c + 5) * 1e9) for c in t.chunk_times]
-                f.write(
-                    json.dumps(
-                        {
-                            "index": i,
-                            "phase": "measure",
-                            "sent_ns": int((t.sent + 5) * 1e9),
-                            "chunk_ns": chunks,
-                            "done_ns": chunks[-1],
-                            "prompt_tokens": lengths[i][0],
-                            "output_tokens": t.output_tokens,
-                            "error_class": None,
-                            "concurrency": conc,
-                        }
-                    )
-                    + "\n"
-                )
+        asked = tuple(RequestRecord(index=i, prompt_tokens=p, output_tokens=o) for i, (p, o) in enumerate(lengths))
+        records = replay(MeasuredRun(name, conc, asked, dep), TRUTH)
+        (directory / f"{name}.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in records))
+        (directory / f"{name}.json").write_text(json.dumps({"shape": {"kind": "concurrency", "concurrency": conc}}))
 
 
 def test_fit_recovers_measured_speeds(tmp_path: Path) -> None:
     write_measured(tmp_path / "A")
     runs = runs_from_dir(tmp_path / "A", "qwen3.6-27b", "H200", "0.24.0")
-    before = {r.name: relative_errors(simulated_targets(r, StepCoefficients()), measured_targets(r)) for r in runs}
-    coef, errors = fit_coefficients(runs, iters=80)
+    before = {r.name: relative_errors(simulated_summary(r, StepCoefficients()), measured_summary(r)) for r in runs}
+    _, errors = fit_coefficients(runs, iters=80)
     worst_before = max(abs(e) for errs in before.values() for e in errs.values())
     worst_after = max(abs(e) for errs in errors.values() for e in errs.values())
     assert worst_before > 0.1
@@ -96,6 +85,7 @@ def test_calibrate_and_estimate_commands(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         env=env,
+        check=False,
         timeout=120,
     )
     assert cal.returncode == 0, cal.stderr
@@ -122,15 +112,61 @@ def test_calibrate_and_estimate_commands(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         env=env,
+        check=False,
         timeout=120,
     )
     assert est.returncode == 0, est.stderr
-    assert json.loads(est.stdout)["completed"] == 50
+    assert json.loads(est.stdout)["summary"]["completed"] == 50
     bad = subprocess.run(
         [sys.executable, "-m", "servetune", "estimate", "qwen3.6-27b", "--gpu", "H200"],
         capture_output=True,
         text=True,
         env=env,
+        check=False,
         timeout=60,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--concurrency" in bad.stderr
+
+
+def test_reads_the_fidelity_campaigns_older_records(tmp_path: Path) -> None:
+    """`warmup`/`end_ns`/`error` records with a `concurrency` field (benchmarks/device), and a record missing
+    chunks: its load counts, its TTFT does not."""
+    rows = [
+        {"index": 0, "warmup": True, "concurrency": 2, "prompt_tokens": 10, "sent_ns": 1, "end_ns": 9,
+         "output_tokens": 1},
+        {"index": 1, "warmup": False, "concurrency": 2, "prompt_tokens": 100, "sent_ns": 10, "chunk_ns": [20, 30],
+         "end_ns": 30, "output_tokens": 2, "max_tokens": 2, "error": None, "chunk_tokens": [1, 1]},
+        {"index": 2, "warmup": False, "concurrency": 2, "prompt_tokens": 100, "sent_ns": 11, "chunk_ns": [40],
+         "end_ns": 50, "output_tokens": 2, "error": None},
+        {"index": 3, "warmup": False, "concurrency": 2, "prompt_tokens": 100, "sent_ns": 12, "end_ns": 13,
+         "output_tokens": 0, "error": "boom"},
+    ]  # fmt: skip
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert to_record(rows[0]).phase == "warmup" and to_record(rows[3]).error == "boom"
+    run = measured_run(path, deployment_for("qwen3.6-27b", "H200", "0.24.0", FLAGS))
+    assert run.concurrency == 2 and [r.index for r in run.records] == [1, 2] and run.untimed == {1}
+    s = measured_summary(run)
+    assert s.ttft_ms.count == 1 and s.ttft_ms.p50 == 10 / 1e6 and s.output_tokens == 4
+
+
+def test_bad_result_files_are_clear_errors(tmp_path: Path) -> None:
+    dep = deployment_for("qwen3.6-27b", "H200", "0.24.0", FLAGS)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n")
+    with pytest.raises(ServetuneError, match=r"broken\.jsonl:1 is not JSON"):
+        measured_run(broken, dep)
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ServetuneError, match="cannot be read as text"):
+        measured_run(binary, dep)
+    record = RequestRecord(index=0, sent_ns=1, chunk_ns=[2, 3], done_ns=3, prompt_tokens=5, output_tokens=2)
+    open_loop = tmp_path / "open.jsonl"
+    open_loop.write_text(record.model_dump_json() + "\n")
+    (tmp_path / "open.json").write_text(json.dumps({"shape": {"kind": "rate", "rate": 2.0}}))
+    with pytest.raises(ServetuneError, match="open loop"):
+        measured_run(open_loop, dep)
+    lonely = tmp_path / "lonely.jsonl"
+    lonely.write_text(record.model_dump_json() + "\n")
+    with pytest.raises(ServetuneError, match="no closed-loop concurrency"):
+        measured_run(lonely, dep)

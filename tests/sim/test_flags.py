@@ -1,4 +1,5 @@
-"""sim-serve reads vLLM's flags, accepts the ones it does not model, and rejects bad values clearly."""
+"""sim-serve and estimate read vLLM's flags: the ones that change nothing are named in the log, unknown ones and
+bad values are clear errors, `--gpu` takes `NAME[xN]`."""
 
 from __future__ import annotations
 
@@ -45,3 +46,60 @@ def test_lengths_and_errors() -> None:
         parse_sim_args(["/m", "--speculative-config", "{not json"])
     with pytest.raises(ServetuneError):
         parse_sim_args(["--max-num-seqs", "4"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--max-num-seq", "4"], "did you mean --max-num-seqs"),
+        (["--made-up-flag"], "--made-up-flag is not a sim-serve"),
+        (["extra-word"], "extra-word"),
+    ],
+)
+def test_unknown_flags_are_errors_with_a_suggestion(argv: list[str], says: str) -> None:
+    with pytest.raises(ServetuneError) as err:
+        parse_sim_args(["/m", *argv])
+    assert says in str(err.value)
+    assert "--pass-unknown-flags" in str(err.value) or not argv[0].startswith("-")
+
+
+def test_tp_is_the_shorthand_every_command_takes_and_unknown_flags_pass_only_by_opt_in() -> None:
+    # 0.1: `estimate --tp 2` ran on one GPU without a word (argparse's parse_known_args swallowed --tp).
+    assert parse_sim_args(["/m", "--tp", "2"]).tensor_parallel_size == 2
+    a = parse_sim_args(["/m", "--made-up", "2", "--pass-unknown-flags"])
+    assert a.ignored == ["--made-up 2"] and a.tensor_parallel_size == 1
+    assert parse_sim_args(["/m", "--made-up", "2"], allow_unknown=True).ignored == ["--made-up 2"]
+    assert parse_sim_args(["/m", "--max-logprobs", "5"]).ignored == ["--max-logprobs 5"], "vLLM's, not modelled"
+
+
+def test_gpu_takes_a_count() -> None:
+    a = parse_sim_args(["/m", "--gpu", "A100-80G-SXMx2"])
+    assert (a.gpu, a.tensor_parallel_size) == ("A100-80G-SXMx2", 2)
+    assert parse_sim_args(["/m", "--gpu", "2xH200", "-tp", "2"]).tensor_parallel_size == 2
+    with pytest.raises(ServetuneError, match="names 2 GPUs but --tensor-parallel-size is 4"):
+        parse_sim_args(["/m", "--gpu", "H200x2", "-tp", "4"])
+    with pytest.raises(ServetuneError, match="ambiguous"):
+        parse_sim_args(["/m", "--gpu", "A100x2"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--max-num-seqs", "0"],
+        ["--max-num-seqs", "many"],
+        ["--max-num-batched-tokens", "0"],
+        ["--block-size", "0"],
+        ["--tensor-parallel-size", "0"],
+        ["--gpu-memory-utilization", "nan"],
+        ["--gpu-memory-utilization", "1.5"],
+        ["--time-scale", "0"],
+        ["--max-model-len", "0"],
+        ["--acceptance-rate", "2"],
+        ["--speculative-config", "[1, 2]"],
+        ["--speculative-config", '{"num_speculative_tokens": "x"}'],
+    ],
+)
+def test_bad_values_are_errors_naming_the_flag(argv: list[str]) -> None:
+    with pytest.raises(ServetuneError) as err:
+        parse_sim_args(["/m", *argv])
+    assert argv[0].lstrip("-").split("-")[0] in str(err.value)

@@ -6,35 +6,20 @@ Heavy imports (the load path, rich) happen inside the commands so that `servetun
 from __future__ import annotations
 
 import json
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
 from servetune.errors import ServetuneError
 
+if TYPE_CHECKING:
+    from servetune.load.shape import LoadShape
+    from servetune.load.workload import Workload
+    from servetune.metrics.summary import Summary
 
-def _floats(text: str, what: str) -> list[float]:
-    try:
-        return [float(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise ServetuneError(f"bad {what} list {text!r}", "write numbers separated by commas, e.g. 1,2,4,8") from None
-
-
-def _mix(text: str):
-    """`short:0.65:256:128,medium:0.25:2048:256,long:0.10:16384:512` → request classes (name:weight:in:out)."""
-    from servetune.load.workload import RequestClass
-
-    classes = []
-    for item in text.split(","):
-        parts = item.split(":")
-        try:
-            name, weight, n_in, n_out = parts[0], float(parts[1]), int(parts[2]), int(parts[3])
-        except (IndexError, ValueError):
-            raise ServetuneError(
-                f"bad traffic class {item!r}", "write classes as name:weight:input_tokens:output_tokens"
-            ) from None
-        classes.append(RequestClass(name=name, weight=weight, input_tokens=n_in, output_tokens=n_out))
-    return classes
+T = TypeVar("T")
 
 
 def bench(
@@ -47,7 +32,8 @@ def bench(
     tokenizer: str | None = typer.Option(None, help="tokenizer.json path or model dir, 'server' (/tokenize), 'words'"),
     input_tokens: int = typer.Option(256, help="Input tokens per request (exact with a tokenizer)"),
     output_tokens: int = typer.Option(128, help="Output tokens per request"),
-    output_std: float = typer.Option(0.0, help="Output length standard deviation (normal distribution) ; 0 = fixed"),
+    output_std: float = typer.Option(0.0, help="Output length standard deviation (normal distribution); 0 = fixed"),
+    range_ratio: float = typer.Option(0.0, help="Input and output lengths uniform in [1-r, 1+r] x the given ones"),
     prefix_tokens: int = typer.Option(0, help="Shared prefix tokens (a long system prompt), counted in input-tokens"),
     prefix_groups: int = typer.Option(1, help="Number of different shared prefixes"),
     turns: int = typer.Option(1, help="Turns per conversation (multi-turn)"),
@@ -60,7 +46,7 @@ def bench(
     arrival: str = typer.Option("poisson", help="poisson, gamma or constant"),
     burstiness: float = typer.Option(1.0, help="Gamma shape (1 = Poisson, <1 burstier)"),
     max_concurrency: int | None = typer.Option(None, help="Cap on requests in flight (open loop)"),
-    requests: int | None = typer.Option(None, help="Measured requests"),
+    requests: int | None = typer.Option(None, help="Measured requests (default 100)"),
     duration: float | None = typer.Option(None, help="Measured seconds"),
     warmup_requests: int = typer.Option(0),
     warmup_s: float = typer.Option(0.0),
@@ -81,16 +67,38 @@ def bench(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity."""
-    from servetune.load.shape import LoadShape, Timeouts
-    from servetune.load.workload import Dist, RequestClass, Workload
-    from servetune.metrics.slo import Slos
+    from servetune.load.options import LoadOptions, number_list
 
     if endpoint not in ("completions", "chat"):
         raise ServetuneError(f"unknown endpoint {endpoint!r}", "use --endpoint completions or --endpoint chat")
-    if (concurrency is None) == (rate is None):
-        raise ServetuneError("give exactly one of --concurrency and --rate", "e.g. --concurrency 8, or --rate 4")
-    if requests is None and duration is None:
-        requests = 100
+    options = LoadOptions.parse(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        output_std=output_std,
+        range_ratio=range_ratio,
+        prefix_tokens=prefix_tokens,
+        prefix_groups=prefix_groups,
+        turns=turns,
+        mix=mix,
+        dataset=dataset,
+        output_control=output_control,
+        seed=seed,
+        concurrency=concurrency,
+        rate=rate,
+        arrival=arrival,
+        burstiness=burstiness,
+        max_concurrency=max_concurrency,
+        requests=requests,
+        duration=duration,
+        warmup_requests=warmup_requests,
+        warmup_s=warmup_s,
+        cooldown_s=cooldown_s,
+        connect_timeout=connect_timeout,
+        first_token_timeout=first_token_timeout,
+        inter_token_timeout=inter_token_timeout,
+        goodput=goodput,
+        percentiles=percentiles,
+    )
     body = None
     if extra_body:
         try:
@@ -99,52 +107,28 @@ def bench(
             raise ServetuneError(
                 f"--extra-body is not JSON: {err}", "e.g. --extra-body '{\"temperature\": 0}'"
             ) from None
-    out: int | Dist = Dist(kind="normal", mean=output_tokens, std=output_std) if output_std else output_tokens
-    if dataset is not None:
-        workload = Workload.from_file(str(dataset), seed=seed)
-    elif mix:
-        workload = Workload.mix(_mix(mix), seed=seed)
-    else:
-        klass = RequestClass(
-            input_tokens=input_tokens,
-            output_tokens=out,
-            shared_prefix_tokens=prefix_tokens,
-            prefix_groups=prefix_groups,
-            turns=turns,
-        )
-        workload = Workload(seed=seed, classes=(klass,))
-    workload = workload.model_copy(update={"output_control": output_control})
-    timeouts = Timeouts(connect_s=connect_timeout, first_token_s=first_token_timeout, inter_token_s=inter_token_timeout)
-    common = dict(
-        requests=requests,
-        duration_s=duration,
-        warmup_requests=warmup_requests,
-        warmup_s=warmup_s,
-        cooldown_s=cooldown_s,
-        seed=seed,
-        timeouts=timeouts,
-    )
-    if concurrency is not None:
-        shape = LoadShape.closed(concurrency, **common)
-    else:
-        shape = LoadShape.open(rate, arrival=arrival, burstiness=burstiness, max_concurrency=max_concurrency, **common)  # type: ignore[arg-type]
-    slos = Slos.parse(goodput) if goodput else None
+        if not isinstance(body, dict):
+            raise ServetuneError("--extra-body must be a JSON object", "e.g. --extra-body '{\"temperature\": 0}'")
+    workload, shape = options.workload(), options.shape()
     kwargs = dict(
         endpoint=endpoint,
         stream=stream,
         api_key=api_key,
         extra_body=body,
         tokenizer=tokenizer,
-        slos=slos,
-        percentiles=tuple(_floats(percentiles, "percentile")),
+        slos=options.slos(),
+        percentiles=options.percentile_values(),
     )
     if sweep:
-        _sweep(url, model, workload, shape, _floats(sweep, "sweep"), kwargs, json_out, csv_out, progress)
+        levels = number_list(sweep, "sweep")
+        if not levels or any(v <= 0 for v in levels):
+            raise ServetuneError(f"--sweep {sweep!r}: levels must be positive", "e.g. --sweep 1,2,4,8")
+        _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progress)
         return
     _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress)
 
 
-def _run(coro):
+def _run(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     try:
@@ -154,14 +138,24 @@ def _run(coro):
     return uvloop.run(coro)
 
 
-def _print_summary(summary, title: str) -> None:
+def _print_summary(summary: Summary, title: str) -> None:
     from servetune.metrics.render import summary_lines
 
     for line in summary_lines(summary, title):
         typer.secho(line, fg="yellow" if line.startswith("WARNING") else None)
 
 
-def _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress) -> None:
+def _single(
+    url: str,
+    model: str,
+    workload: Workload,
+    shape: LoadShape,
+    kwargs: dict[str, Any],
+    json_out: Path | None,
+    jsonl_out: Path | None,
+    csv_out: Path | None,
+    progress: bool,
+) -> None:
     from servetune.load.runner import run_load
     from servetune.metrics.export import write_jsonl, write_requests_csv
 
@@ -176,7 +170,17 @@ def _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, p
         write_requests_csv(result.records, csv_out)
 
 
-def _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progress) -> None:
+def _sweep(
+    url: str,
+    model: str,
+    workload: Workload,
+    shape: LoadShape,
+    levels: list[float],
+    kwargs: dict[str, Any],
+    json_out: Path | None,
+    csv_out: Path | None,
+    progress: bool,
+) -> None:
     from servetune.load.sweep import run_sweep
     from servetune.metrics.export import summary_row, write_summary_csv
     from servetune.metrics.render import summary_lines

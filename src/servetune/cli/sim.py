@@ -1,15 +1,19 @@
 """CLI of the simulator room: `sim-serve`, `estimate`, `calibrate` (see servetune/cli/__init__.py).
 
-`sim-serve` and `estimate` take vLLM's own flags after the model (unknown vLLM flags are accepted and
-named in the log), so a variant written for `vllm serve` runs unchanged against the simulator.
+`sim-serve` and `estimate` take vLLM's own flags after the model (`sim/flags.py`: a flag it does not know is an
+error with a suggestion, unless `--allow-unknown-flags`), so a variant written for `vllm serve` runs unchanged
+against the simulator; `estimate` takes `servetune bench`'s load options (`load/options.py`) and prints bench's
+summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -27,7 +31,9 @@ def _vllm_log(message: str, uvicorn: bool = False) -> None:
 def sim_serve(ctx: typer.Context) -> None:
     """Serve a simulated vLLM: OpenAI API, /metrics, vLLM's flags and startup lines (no GPU needed).
 
-    Usage: servetune sim-serve MODEL [vLLM flags]   (MODEL: a directory with config.json, or a bundled name) [--gpu H200] [--time-scale 10] [--calibration p.json]
+    Usage: servetune sim-serve MODEL [vLLM flags] [--gpu H200x1] [--time-scale 10] [--calibration p.json]
+    (MODEL: a directory with config.json, or a bundled name; an unknown flag is an error unless
+    --allow-unknown-flags)
     """
     import asyncio
 
@@ -46,83 +52,123 @@ def sim_serve(ctx: typer.Context) -> None:
     )
     for line in dep.startup_lines():
         _vllm_log(line)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(dep, _vllm_log))
-    except KeyboardInterrupt:
-        pass
 
 
-def _workload_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="servetune estimate", add_help=False)
-    p.add_argument("--num-requests", type=int, default=1000)
-    p.add_argument("--input-len", type=int, default=1024)
-    p.add_argument("--output-len", type=int, default=256)
-    p.add_argument("--spread", type=float, default=0.0)
-    p.add_argument("--shared-prefix-len", type=int, default=0)
-    p.add_argument("--concurrency", type=int)
-    p.add_argument("--request-rate", type=float)
-    p.add_argument("--workload-seed", type=int, default=0)
-    p.add_argument("--json", action="store_true")
+ESTIMATE_ALIASES = {
+    "--num-requests": "requests",
+    "--input-len": "input_tokens",
+    "--output-len": "output_tokens",
+    "--request-rate": "rate",
+    "--shared-prefix-len": "prefix_tokens",
+    "--workload-seed": "seed",
+    "--spread": "range_ratio",
+}
+"""estimate's flags of servetune 0.1, still read (bench's names are the ones documented)."""
+
+
+def _estimate_parser() -> argparse.ArgumentParser:
+    """estimate's own options besides bench's load options and vLLM's flags."""
+    from servetune.errors import ServetuneError
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise ServetuneError(f"servetune estimate: {message}", "see `servetune estimate --help`")
+
+    p = Parser(prog="servetune estimate", add_help=False, allow_abbrev=False)
+    p.add_argument("--endpoint", choices=("completions", "chat"), default="completions")
+    p.add_argument("--json", nargs="?", const="-", dest="json_out")
+    p.add_argument("--jsonl", dest="jsonl_out")
     return p
 
 
-def estimate(ctx: typer.Context) -> None:
-    """Predict TTFT/TPOT/ITL/throughput of a workload on a vLLM config, offline, in seconds.
+def _estimate_help() -> str:
+    from servetune.load.options import LoadOptions
 
-    Usage: servetune estimate MODEL [vLLM flags] --gpu H200 [--calibration p.json]
-           --num-requests 1000 --input-len 1024 --output-len 256 [--spread 0.25] [--shared-prefix-len N]
-           (--concurrency 64 | --request-rate 8) [--json]
-    """
+    lines = [
+        "Predict a workload's latency and throughput on a vLLM config, offline, in seconds.",
+        "",
+        "Usage: servetune estimate MODEL [vLLM flags] [--gpu H200x1] [--calibration p.json]",
+        "       (--concurrency N | --rate R) [load options] [--endpoint completions|chat]",
+        "       [--json [PATH]] [--jsonl PATH]",
+        "",
+        "Prints the summary `servetune bench` prints, in simulated time; --json writes bench's LoadResult JSON",
+        "(to stdout when no PATH is given), --jsonl every simulated request's record.",
+        "",
+        "Load options (the same as servetune bench's):",
+        *LoadOptions.help_lines(),
+        "",
+        "Older spellings still read: "
+        + ", ".join(f"{a} (= --{f.replace('_', '-')})" for a, f in ESTIMATE_ALIASES.items()),
+        "",
+        "vLLM flags by vLLM's names (e.g. -tp 2, --max-model-len 128K, --max-num-seqs 64), plus --gpu NAME[xN],",
+        "--calibration, --acceptance-rate, --vllm-version. --seed is the workload's (as in bench). An unknown flag",
+        "is an error; --allow-unknown-flags simulates without it.",
+    ]
+    return "\n".join(lines)
+
+
+def estimate(ctx: typer.Context) -> None:
+    """Predict TTFT/TPOT/ITL/throughput of a workload on a vLLM config, offline, in seconds (see --help)."""
+    import asyncio
+
     from servetune.errors import ServetuneError
+    from servetune.load.backend import ClientSpec
+    from servetune.load.options import LoadOptions
+    from servetune.load.runner import LoadResult
+    from servetune.metrics.export import write_jsonl
+    from servetune.metrics.prometheus import MetricsSnapshot, delta
+    from servetune.metrics.render import summary_lines
+    from servetune.metrics.summary import summarize
+    from servetune.sim.backend import SimBackend
     from servetune.sim.deployment import build_deployment
-    from servetune.sim.estimate import SimWorkload
-    from servetune.sim.estimate import estimate as run_estimate
     from servetune.sim.flags import parse_sim_args
 
     if any(a in ("-h", "--help") for a in ctx.args):
-        typer.echo(estimate.__doc__)
+        typer.echo(_estimate_help())
         raise typer.Exit(0)
-    wl, rest = _workload_parser().parse_known_args(list(ctx.args))
-    if wl.concurrency is None and wl.request_rate is None:
-        raise ServetuneError("estimate needs a load shape", "add --concurrency N or --request-rate R")
+    own, rest = _estimate_parser().parse_known_args(list(ctx.args))
+    options, rest = LoadOptions.from_argv(rest, aliases=ESTIMATE_ALIASES)
     args = parse_sim_args(rest)
-    dep = build_deployment(args)
-    workload = SimWorkload(
-        num_requests=wl.num_requests,
-        input_len=wl.input_len,
-        output_len=wl.output_len,
-        spread=wl.spread,
-        shared_prefix_len=wl.shared_prefix_len,
-        concurrency=wl.concurrency,
-        request_rate=wl.request_rate,
-        seed=wl.workload_seed,
-    )
-    result = run_estimate(dep, workload)
-    if wl.json:
-        typer.echo(result.model_dump_json(indent=2))
-        return
-    from rich.console import Console
-    from rich.table import Table
+    for path in (own.json_out, own.jsonl_out):
+        if path and path != "-" and not Path(path).parent.is_dir():
+            raise ServetuneError(f"cannot write {path}: its folder does not exist", "create it first, or give another")
+    backend = SimBackend(build_deployment(args), client=ClientSpec(endpoint=own.endpoint))
+    wall0, cpu0 = time.perf_counter(), time.process_time()
 
-    table = Table(title=f"estimate: {workload.num_requests} requests on {args.tensor_parallel_size}x{args.gpu}")
-    table.add_column("metric")
-    for col in ("mean", "p50", "p90", "p99"):
-        table.add_column(col, justify="right")
-    for name, dist in (
-        ("TTFT ms", result.ttft_ms),
-        ("TPOT ms", result.tpot_ms),
-        ("ITL ms", result.itl_ms),
-        ("E2EL ms", result.e2el_ms),
-    ):
-        table.add_row(name, *(f"{getattr(dist, c):.1f}" for c in ("mean", "p50", "p90", "p99")))
-    console = Console()
-    console.print(table)
-    console.print(
-        f"output {result.output_throughput:.1f} tok/s · {result.request_throughput:.2f} req/s · "
-        f"preemptions {result.num_preemptions} · prefix hit rate {result.prefix_cache_hit_rate:.1%} · "
-        f"KV cache {result.kv_cache_tokens:,} tokens ({result.max_concurrency:.2f}x) · "
-        f"simulated {result.duration_s:.1f} s in {result.wall_s:.2f} s ({result.speedup:.0f}x real time)"
+    async def run() -> tuple[MetricsSnapshot | None, LoadResult, MetricsSnapshot | None]:
+        before = await backend.scrape()
+        result = await backend.run(options.workload(), options.shape())
+        return before, result, await backend.scrape()
+
+    before, result, after = asyncio.run(run())
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    summary = summarize(result.records, slos=options.slos(), percentiles=options.percentile_values())
+    result = result.model_copy(update={"summary": summary})
+    out = typer.echo if own.json_out != "-" else lambda line: typer.echo(line, err=True)
+    for line in summary_lines(summary, f"{backend.model} on {backend.label} — {options.level}"):
+        out(line)
+    dep, d = backend.deployment, delta(before, after) if before and after else None
+    hit = d.prefix_cache_hit_rate if d else None
+    out(
+        f"simulator: KV cache {dep.kv_cache_tokens:,} tokens ({dep.max_concurrency:.2f}x max_model_len); "
+        f"preemptions {int(d.num_preemptions or 0) if d else 0}; prefix-cache hit rate "
+        f"{'-' if hit is None else f'{hit:.1%}'}; {result.wall_s:,.1f} simulated s in {wall:.2f} s "
+        f"(CPU {cpu:.2f} s, {result.wall_s / max(wall, 1e-9):,.0f}x real time)"
     )
+    if own.json_out == "-":
+        typer.echo(result.to_json())
+    elif own.json_out:
+        Path(own.json_out).write_text(result.to_json())
+    if own.jsonl_out:
+        write_jsonl(result.records, own.jsonl_out)
+    if summary.failed:
+        first = next(r for r in result.records if r.phase == "measure" and not r.ok)
+        raise ServetuneError(
+            f"{summary.failed} of {summary.failed + summary.completed} simulated requests failed: {first.error}",
+            "shorten the requests or change the config (the summary above covers the completed ones)",
+        )
 
 
 def calibrate(

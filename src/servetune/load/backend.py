@@ -33,6 +33,16 @@ class ClientSpec(BaseModel):
     tokenizer: str | None = Field(default=None, description="tokenizer.json for exact prompt lengths.")
     request_timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
 
+    def limit(self, shape: LoadShape) -> LoadShape:
+        """The shape with its first-token and whole-request timeouts capped by this client's request timeout."""
+        timeouts = shape.timeouts.model_copy(
+            update={
+                "first_token_s": min(shape.timeouts.first_token_s, self.request_timeout_s),
+                "request_s": min(shape.timeouts.request_s, self.request_timeout_s),
+            }
+        )
+        return shape.model_copy(update={"timeouts": timeouts})
+
 
 class Backend(Protocol):
     """A server to measure, live or simulated."""
@@ -122,17 +132,11 @@ class LiveBackend:
         return {**self.sampling, **self.client.extra_body}
 
     async def run(self, workload: Workload, shape: LoadShape, *, slos: Slos | None = None) -> LoadResult:
-        timeouts = shape.timeouts.model_copy(
-            update={
-                "first_token_s": min(shape.timeouts.first_token_s, self.client.request_timeout_s),
-                "request_s": min(shape.timeouts.request_s, self.client.request_timeout_s),
-            }
-        )
         return await run_load(
             self.base_url,
             self._model,
             workload,
-            shape.model_copy(update={"timeouts": timeouts}),
+            self.client.limit(shape),
             endpoint=self.client.endpoint,
             stream=self.client.stream,
             api_key=self.client.api_key,

@@ -139,7 +139,7 @@ class RequestFactory:
             return sum(await self.counter.count(parts))
         return (await self.counter.count([" ".join(parts)]))[0]
 
-    async def _fit(self, rng, target: int, head: list[str]) -> tuple[str, int]:
+    async def _fit(self, rng: np.random.Generator, target: int, head: list[str]) -> tuple[str, int]:
         """New words such that head + words has exactly `target` tokens, or the closest count above it.
 
         The pool's words are one token each for a local tokenizer, so the first count is usually exact;
@@ -166,57 +166,72 @@ class RequestFactory:
 
     async def _from_file(self, index: int) -> Conversation:
         if self._file is None:
-            self._file = await self._load_file()
+            self._file = await load_items(self.workload, self.counter)
         fields, n_out = self._file[index % len(self._file)]
         parts = [m["content"] for m in fields["messages"]] if "messages" in fields else [fields["prompt"]]
         expected = await self._count(parts) if self.counter.exact else None
-        if self.endpoint == "chat" and "prompt" in fields:
-            fields = {"messages": [{"role": "user", "content": fields["prompt"]}]}
-        elif self.endpoint == "completions" and "messages" in fields:
-            fields = {"prompt": " ".join(parts)}
-        return Conversation(index, "file", (Turn(fields, expected, n_out),))
+        return Conversation(index, "file", (Turn(endpoint_fields(fields, self.endpoint), expected, n_out),))
 
-    async def _load_file(self) -> list[tuple[dict, int | None]]:
-        src = self.workload.source
-        assert src is not None
-        if isinstance(src, PromptSource):
-            return [({"prompt": text}, src.output_tokens) for text in src.prompts]
-        path = Path(src.path)
-        if not path.is_file():
-            raise ServetuneError(f"workload file {path} not found", "pass an existing JSONL or ShareGPT JSON file")
+
+def endpoint_fields(fields: dict, endpoint: Endpoint) -> dict:
+    """A text request's input as the endpoint takes it: a prompt becomes one user message for chat, messages
+    become their joined contents for completions."""
+    if endpoint == "chat" and "prompt" in fields:
+        return {"messages": [{"role": "user", "content": fields["prompt"]}]}
+    if endpoint == "completions" and "messages" in fields:
+        return {"prompt": " ".join(m["content"] for m in fields["messages"])}
+    return fields
+
+
+async def load_items(workload: Workload, counter: TokenCounter) -> list[tuple[dict, int | None]]:
+    """The distinct requests of a text workload, in order: (input fields, output tokens or None); conversation
+    `i` is item `i` modulo their number. `counter` measures a ShareGPT answer when no output length is given."""
+    src = workload.source
+    if src is None:
+        raise ServetuneError("a synthetic workload has no text requests", "give a file or prompt texts")
+    if isinstance(src, PromptSource):
+        return [({"prompt": text}, src.output_tokens) for text in src.prompts]
+    path = Path(src.path)
+    if not path.is_file():
+        raise ServetuneError(f"workload file {path} not found", "pass an existing JSONL or ShareGPT JSON file")
+    try:
         text = path.read_text()
-        fmt = src.format
-        if fmt == "auto":
-            fmt = "sharegpt" if text.lstrip().startswith("[") else "jsonl"
-        items: list[tuple[dict, int | None]] = []
-        try:
-            if fmt == "jsonl":
-                for line in text.splitlines():
-                    if not line.strip():
-                        continue
-                    row = json.loads(line)
-                    fields = {"messages": row["messages"]} if "messages" in row else {"prompt": row["prompt"]}
-                    n_out = row.get("max_tokens") or row.get("output_tokens")
-                    items.append((fields, src.output_tokens or n_out))
-            else:
-                for row in json.loads(text):
-                    conv = row.get("conversations") or row.get("conversation") or []
-                    human = [c["value"] for c in conv if c.get("from") in ("human", "user")]
-                    answer = [c["value"] for c in conv if c.get("from") in ("gpt", "assistant")]
-                    if not human:
-                        continue
-                    n_out = src.output_tokens
-                    if n_out is None and answer:
-                        n_out = max(1, (await self.counter.count([answer[0]]))[0])
-                    items.append(({"prompt": human[0]}, n_out))
-        except (ValueError, KeyError, TypeError) as err:
-            raise ServetuneError(
-                f"workload file {path} is not valid {fmt}: {err}",
-                'JSONL lines need "prompt" or "messages"; ShareGPT is a JSON list of {"conversations": [...]}',
-            ) from err
-        if not items:
-            raise ServetuneError(f"workload file {path} holds no requests", "check the file's format")
-        if src.shuffle:
-            order = np.random.default_rng(self.workload.seed).permutation(len(items))
-            items = [items[i] for i in order]
-        return items
+    except (OSError, UnicodeDecodeError) as err:
+        raise ServetuneError(
+            f"workload file {path} cannot be read as text: {err}", "give a UTF-8 JSONL or JSON file"
+        ) from None
+    fmt = src.format
+    if fmt == "auto":
+        fmt = "sharegpt" if text.lstrip().startswith("[") else "jsonl"
+    items: list[tuple[dict, int | None]] = []
+    try:
+        if fmt == "jsonl":
+            for line in text.splitlines():
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                fields = {"messages": row["messages"]} if "messages" in row else {"prompt": row["prompt"]}
+                n_out = row.get("max_tokens") or row.get("output_tokens")
+                items.append((fields, src.output_tokens or n_out))
+        else:
+            for row in json.loads(text):
+                conv = row.get("conversations") or row.get("conversation") or []
+                human = [c["value"] for c in conv if c.get("from") in ("human", "user")]
+                answer = [c["value"] for c in conv if c.get("from") in ("gpt", "assistant")]
+                if not human:
+                    continue
+                n_out = src.output_tokens
+                if n_out is None and answer:
+                    n_out = max(1, (await counter.count([answer[0]]))[0])
+                items.append(({"prompt": human[0]}, n_out))
+    except (ValueError, KeyError, TypeError) as err:
+        raise ServetuneError(
+            f"workload file {path} is not valid {fmt}: {err}",
+            'JSONL lines need "prompt" or "messages"; ShareGPT is a JSON list of {"conversations": [...]}',
+        ) from err
+    if not items:
+        raise ServetuneError(f"workload file {path} holds no requests", "check the file's format")
+    if src.shuffle:
+        order = np.random.default_rng(workload.seed).permutation(len(items))
+        items = [items[i] for i in order]
+    return items

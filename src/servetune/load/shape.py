@@ -10,12 +10,15 @@ draining server, and is excluded too.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servetune.errors import ServetuneError
 from servetune.metrics.record import Phase
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Timeouts(BaseModel):
@@ -54,11 +57,21 @@ class LoadShape(BaseModel):
             raise ServetuneError("an open-loop load shape needs a rate", "set rate=R requests/s (inf for all at once)")
         if self.requests is None and self.duration_s is None:
             raise ServetuneError("a load shape needs a bound", "set requests=N and/or duration_s=S")
+        if (
+            self.kind == "rate"
+            and self.rate == float("inf")
+            and (self.requests is None or self.duration_s or self.warmup_s or self.cooldown_s)
+        ):
+            # Every arrival is at t = 0, so a time-based bound or phase would never end.
+            raise ServetuneError(
+                "all-at-once arrivals (rate inf) are bounded by a request count only",
+                "set requests=N (and warmup_requests=N), not a duration, warm-up or cool-down in seconds",
+            )
         return self
 
     @classmethod
     def closed(
-        cls, concurrency: int, *, requests: int | None = None, duration_s: float | None = None, **kw
+        cls, concurrency: int, *, requests: int | None = None, duration_s: float | None = None, **kw: Any
     ) -> LoadShape:
         return cls(kind="concurrency", concurrency=concurrency, requests=requests, duration_s=duration_s, **kw)
 
@@ -70,7 +83,7 @@ class LoadShape(BaseModel):
         arrival: Literal["poisson", "gamma", "constant"] = "poisson",
         requests: int | None = None,
         duration_s: float | None = None,
-        **kw,
+        **kw: Any,
     ) -> LoadShape:
         return cls(kind="rate", rate=rate, arrival=arrival, requests=requests, duration_s=duration_s, **kw)
 
@@ -80,7 +93,7 @@ class LoadShape(BaseModel):
             return self.model_copy(update={"concurrency": int(value)})
         return self.model_copy(update={"rate": float(value)})
 
-    def arrivals(self, n: int):
+    def arrivals(self, n: int) -> np.ndarray:
         """Send offsets in seconds of the first n open-loop arrivals (deterministic by seed), as a numpy array."""
         import numpy as np
 

@@ -1,11 +1,12 @@
 """Fitting the step-time coefficients to measured runs (the profile that stores them: `profile.py`).
 
-A measured run is what servetune's client recorded against a real engine: the engine's flags, the
-closed-loop concurrency and, per request, prompt length, output length and timestamps. The fit replays
-every run through the simulator (same requests, same order, same concurrency) and moves the
-coefficients (bandwidth and FLOP efficiencies, per-step, per-sequence and per-request overheads) to
-minimise the squared log-errors of median TTFT, median TPOT and output throughput. Log-errors weigh a
-10% miss equally at 50 ms and at 5 s; the optimiser is Nelder–Mead on log-coefficients (a handful of
+A measured run is what servetune's client recorded against a real engine: the closed-loop concurrency and the
+`RequestRecord` of every measured request (prompt and output tokens, timeline); the engine's flags give the
+simulated deployment. The fit replays every run through the simulator (same requests, same order, same
+concurrency) and compares the `Summary` of the replay with the measured one — median TTFT, median TPOT and
+output throughput, by `metrics.summary.summarize` on both sides — moving the coefficients (bandwidth and FLOP
+efficiencies, per-step, per-sequence and per-request overheads) to minimise the squared log-errors. Log-errors
+weigh a 10% miss equally at 50 ms and at 5 s; the optimiser is Nelder–Mead on log-coefficients (a handful of
 parameters; the objective is deterministic but not smooth, because the scheduler is discrete).
 """
 
@@ -13,15 +14,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from servetune.errors import ServetuneError
+from servetune.load.shape import LoadShape, Timeouts
+from servetune.metrics.record import RequestRecord
+from servetune.metrics.summary import Summary, summarize
 from servetune.plan.roofline import Efficiency
 from servetune.sim.steptime import StepCoefficients
-from servetune.sim.virtual import RequestSpec, run_virtual
+from servetune.sim.virtual import VirtualConversation, VirtualServer, VirtualTurn
 
 if TYPE_CHECKING:
     from servetune.sim.deployment import SimDeployment
@@ -31,81 +35,76 @@ if TYPE_CHECKING:
 FITTED = ("bandwidth", "mfu_prefill", "mfu_decode", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s")
 EFF_MAX = 1.2
 PRIOR_WEIGHT = 0.001
-
-
-@dataclass(frozen=True)
-class MeasuredRequest:
-    """One measured request: lengths and client-side timestamps (seconds, any common origin).
-
-    `first_token` is None when the record's first-chunk time cannot be trusted (see `results.py`): the
-    request still counts for the load and the throughput, not for TTFT/TPOT.
-    """
-
-    prompt_tokens: int
-    output_tokens: int
-    sent: float
-    first_token: float | None
-    end: float
+TARGETS = ("ttft_p50_s", "tpot_p50_s", "output_throughput")
+"""The figures a fit matches and the fidelity table reports (from a `Summary`; times in seconds)."""
+_NO_TIMEOUTS = Timeouts(first_token_s=math.inf, inter_token_s=math.inf, request_s=math.inf)
+"""A replay never times out: the measured requests did not, and a fit's trial coefficients must not turn a slow
+guess into failed requests (the objective would jump)."""
 
 
 @dataclass(frozen=True)
 class MeasuredRun:
-    """A closed-loop run against a real engine, with the simulated deployment of that engine's flags."""
+    """A closed-loop run against a real engine, with the simulated deployment of that engine's flags.
+
+    `records`: the measured, successful requests in send order. `untimed`: positions of records whose stream
+    timeline cannot be trusted (see `results.py`): they count for the load and the throughput, not for TTFT and
+    TPOT, on the measured and the simulated side alike."""
 
     name: str
     concurrency: int
-    requests: tuple[MeasuredRequest, ...]
+    records: tuple[RequestRecord, ...]
     deployment: SimDeployment
-
-    def specs(self) -> list[RequestSpec]:
-        return [RequestSpec(r.prompt_tokens, r.output_tokens) for r in self.requests]
+    untimed: frozenset[int] = frozenset()
 
 
-@dataclass(frozen=True)
-class Targets:
-    """The figures a fit matches and the fidelity table reports."""
-
-    ttft_p50: float
-    tpot_p50: float
-    throughput: float
-
-    def as_dict(self) -> dict[str, float]:
-        return {"ttft_p50_s": self.ttft_p50, "tpot_p50_s": self.tpot_p50, "output_throughput": self.throughput}
-
-
-def _tpot(e2e: float, ttft: float, n: int) -> float | None:
-    return (e2e - ttft) / (n - 1) if n > 1 else None
+def replay(run: MeasuredRun, coef: StepCoefficients | None = None) -> list[RequestRecord]:
+    """The run's requests (lengths, order, concurrency) through a fresh simulated engine with coefficients `coef`
+    (default: the deployment's); the simulated records in the order of `run.records`."""
+    convs = []
+    for i, r in enumerate(run.records):
+        n = r.prompt_tokens or r.prompt_tokens_expected or 0  # results.py makes sure one is there
+        convs.append(VirtualConversation(i, r.traffic_class, (VirtualTurn(n, r.output_tokens, n, (((i,), n),)),)))
+    shape = LoadShape.closed(run.concurrency, requests=len(convs), timeouts=_NO_TIMEOUTS)
+    records = VirtualServer(run.deployment, coef).run(convs.__getitem__, shape)
+    return sorted(records, key=lambda r: r.index)
 
 
-def measured_targets(run: MeasuredRun) -> Targets:
-    """Median TTFT and TPOT over the requests with a trusted first token; throughput over all."""
-    reqs = run.requests
-    timed = [r for r in reqs if r.first_token is not None]
-    ttft = [r.first_token - r.sent for r in timed]
-    tpot = [t for r in timed if (t := _tpot(r.end - r.sent, r.first_token - r.sent, r.output_tokens)) is not None]
-    dur = max(r.end for r in reqs) - min(r.sent for r in reqs)
-    return Targets(_median(ttft), _median(tpot), sum(r.output_tokens for r in reqs) / dur)
+def _trusted(records: Sequence[RequestRecord], untimed: frozenset[int]) -> list[RequestRecord]:
+    """The records with the untrusted stream timelines left out (their chunk times dropped)."""
+    if not untimed:
+        return list(records)
+    return [
+        r.model_copy(update={"chunk_ns": [], "first_content_ns": None}) if i in untimed else r
+        for i, r in enumerate(records)
+    ]
 
 
-def simulated_targets(run: MeasuredRun, coef: StepCoefficients) -> Targets:
-    """The same requests, order and concurrency through the simulator with coefficients `coef`; medians
-    over the same requests as the measured ones."""
-    timing = replace(run.deployment.timing, coef=coef)
-    sim = run_virtual(run.specs(), run.deployment.limits, timing, concurrency=run.concurrency)
-    timed = [t for t, r in zip(sim.timelines, run.requests) if r.first_token is not None]
-    ttft = [t.ttft for t in timed]
-    tpot = [x for t in timed if (x := _tpot(t.e2e, t.ttft, t.output_tokens)) is not None]
-    out = sum(t.output_tokens for t in sim.timelines)
-    return Targets(_median(ttft), _median(tpot), out / sim.duration)
+def measured_summary(run: MeasuredRun) -> Summary:
+    return summarize(_trusted(run.records, run.untimed))
 
 
-def _median(values: list[float]) -> float:
-    return float(np.median(values)) if values else math.nan
+def simulated_summary(run: MeasuredRun, coef: StepCoefficients | None = None) -> Summary:
+    """The summary of the replay, over the same requests as the measured one."""
+    return summarize(_trusted(replay(run, coef), run.untimed))
 
 
-def relative_errors(sim: Targets, real: Targets) -> dict[str, float]:
-    """(sim − real) / real for each target."""
-    return {k: (sim.as_dict()[k] - v) / v for k, v in real.as_dict().items() if v and not math.isnan(v)}
+def targets(summary: Summary) -> dict[str, float]:
+    """The fitted figures of a summary (NaN where it has none, e.g. no trusted timeline)."""
+
+    def seconds(ms: float | None) -> float:
+        return math.nan if ms is None else ms / 1000
+
+    return {
+        "ttft_p50_s": seconds(summary.ttft_ms.p50),
+        "tpot_p50_s": seconds(summary.tpot_ms.p50),
+        "output_throughput": summary.output_throughput,
+    }
+
+
+def relative_errors(sim: Summary, real: Summary) -> dict[str, float]:
+    """(sim − real) / real for each target the measured run has."""
+    got, want = targets(sim), targets(real)
+    return {k: (got[k] - v) / v for k, v in want.items() if v and not math.isnan(v)}
 
 
 def _loss(errors: dict[str, float]) -> float:
@@ -161,18 +160,18 @@ def fit_coefficients(
     if not runs:
         raise ServetuneError("nothing to calibrate on", "give result files of measured runs")
     start = start or StepCoefficients()
-    real = [measured_targets(r) for r in runs]
+    real = [measured_summary(r) for r in runs]
     x0 = _encode(start)
 
     def objective(x: np.ndarray) -> float:
         coef = _decode(start, x)
-        misfit = sum(_loss(relative_errors(simulated_targets(r, coef), t)) for r, t in zip(runs, real))
+        misfit = sum(_loss(relative_errors(simulated_summary(r, coef), t)) for r, t in zip(runs, real, strict=True))
         return misfit + PRIOR_WEIGHT * float(np.sum((x - x0) ** 2))
 
     x = nelder_mead(objective, x0, step=0.5, iters=iters // 2)
     x = nelder_mead(objective, x, step=0.2, iters=iters - iters // 2)
     best = _decode(start, x)
-    errors = {r.name: relative_errors(simulated_targets(r, best), t) for r, t in zip(runs, real)}
+    errors = {r.name: relative_errors(simulated_summary(r, best), t) for r, t in zip(runs, real, strict=True)}
     return best, errors
 
 
@@ -192,7 +191,7 @@ def _decode(start: StepCoefficients, x: np.ndarray) -> StepCoefficients:
     """Coefficients from the optimiser's unbounded parameters."""
     eff = start.efficiency.model_dump()
     top = start.model_dump()
-    for name, xi in zip(FITTED, x):
+    for name, xi in zip(FITTED, x, strict=True):
         if name in eff and name != "step_overhead_s":
             eff[name] = EFF_MAX / (1 + math.exp(-float(xi)))
         elif name in eff:

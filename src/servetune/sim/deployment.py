@@ -8,11 +8,14 @@ startup lines equal the planner's numbers.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Any
 
 from servetune.engines.config import EngineConfig, FlagValue
+from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
-from servetune.sim.flags import SimServeArgs
+from servetune.sim.flags import SimServeArgs, sim_args
 from servetune.sim.profile import CalibrationProfile
 from servetune.sim.scheduler import SchedulerLimits
 from servetune.sim.steptime import StepCoefficients, StepTimeModel
@@ -66,6 +69,45 @@ class SimDeployment:
     def engine_flags(self) -> dict[str, FlagValue]:
         return engine_flags(self.args)
 
+    @property
+    def served_name(self) -> str:
+        """The model name clients send (`--served-model-name`, else the model)."""
+        return self.args.served_model_name or self.args.model
+
+    @property
+    def label(self) -> str:
+        """What is simulated, for messages: `simulated vLLM 0.24.0 on 1x H200`."""
+        return f"simulated vLLM {self.vllm_version} on {self.args.tensor_parallel_size}x {self.timing.gpu.name}"
+
+    def models_payload(self, name: str) -> dict[str, Any]:
+        """`/v1/models` as vLLM answers it (sim-serve serves it, the in-process backend parses it)."""
+        card = {
+            "id": name,
+            "object": "model",
+            "created": int(time.time()),
+            "owned_by": "vllm",
+            "root": self.args.model,
+            "parent": None,
+            "max_model_len": self.limits.max_model_len,
+            "permission": [],
+        }
+        return {"object": "list", "data": [card]}
+
+    def check_request(self, prompt_tokens: int, max_tokens: int | None) -> tuple[int, str | None]:
+        """vLLM's check of a request against the context it serves: (the output budget, None), or (_, the
+        message of its HTTP 400). Without `max_tokens` the budget is what the context leaves."""
+        limit = self.limits.max_model_len
+        budget = max_tokens if max_tokens is not None else limit - prompt_tokens
+        if prompt_tokens >= limit or prompt_tokens + budget > limit:
+            return budget, (
+                f"This model's maximum context length is {limit} tokens. However, you requested "
+                f"{prompt_tokens + max(budget, 1)} tokens ({prompt_tokens} in the messages, {max(budget, 1)} in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
+        if budget < 1:
+            return budget, "max_tokens must be a positive integer"
+        return budget, None
+
 
 def engine_flags(a: SimServeArgs) -> dict[str, FlagValue]:
     """The vLLM flags (EngineConfig names) that the planner reads, from sim-serve's arguments."""
@@ -94,14 +136,31 @@ def engine_flags(a: SimServeArgs) -> dict[str, FlagValue]:
     return {k: v for k, v in flags.items() if v is not None}
 
 
+def deployment_for_config(
+    cfg: EngineConfig, *, gpu: str | None = None, calibration: CalibrationProfile | None = None
+) -> SimDeployment:
+    """The simulated deployment of an EngineConfig (vLLM or sim) on `gpu` (which overrides a sim config's
+    `gpu` flag; default H200). A vLLM config's flags that the simulator does not model are named in the startup
+    notes (they are vLLM's, checked where the config was written); a sim config's must be the simulator's."""
+    flags = dict(normalize_flags("sim", cfg.flags, version=cfg.version, allow_unknown=True))
+    if gpu:
+        flags["gpu"] = gpu
+    if cfg.served_model_name:
+        flags["served-model-name"] = cfg.served_model_name
+    args = sim_args(flags, model=cfg.model)
+    if cfg.version and not args.vllm_version:
+        args = args.model_copy(update={"vllm_version": cfg.version})
+    return build_deployment(args, calibration.coefficients if calibration else None)
+
+
 def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None = None) -> SimDeployment:
     """Plans the deployment with the planner and attaches the (calibrated) step-time model."""
-    from servetune.hardware.catalog import get_gpu
+    from servetune.hardware.gpus import parse_gpu_arg
     from servetune.model.hf_config import load_model_spec
     from servetune.plan.api import MTP_METHODS, plan_for
     from servetune.plan.roofline import model_costs
 
-    gpu = get_gpu(args.gpu)
+    gpu, _ = parse_gpu_arg(args.gpu)  # the count is in tensor_parallel_size already (flags.py)
     tp = args.tensor_parallel_size
     spec = load_model_spec(
         args.model,

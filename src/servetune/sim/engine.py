@@ -1,7 +1,8 @@
 """The simulated engine core: a scheduler plus a step-time model, advanced one step at a time.
 
-Both drivers use it: `estimate.py` jumps a virtual clock from step to step (thousands of times faster
-than real time), `server.py` sleeps each step's duration (optionally scaled) and streams the tokens.
+Both drivers use it: `virtual.py` (the in-process backend, `estimate`, calibration) jumps a virtual clock from
+step to step (thousands of times faster than real time), `server.py` sleeps each step's duration (optionally
+scaled) and streams the tokens.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class SimEngine:
         """A request reaches the engine now; it is scheduled at the next step it may join."""
         self.scheduler.check(request)
         self._inbox.append((self.num_steps, request))
+
+    def abort(self, request_id: str) -> None:
+        """Drops a request wherever it is (not yet admitted, waiting or running): its client went away."""
+        self._inbox = [(tag, req) for tag, req in self._inbox if req.request_id != request_id]
+        self.scheduler.abort(request_id)
 
     def quiet_decode_steps(self) -> int:
         """The scheduler's quiet decode stretch, none while a request waits to join."""

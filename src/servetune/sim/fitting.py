@@ -2,7 +2,8 @@
 
 Each directory is one engine launch (its `flags.txt`) with one `<point>.jsonl` per load point; the
 simulated deployment is planned from the same model, GPU, vLLM version and flags, so the fit only has
-to explain speed, not capacity.
+to explain speed, not capacity. Flags of the launch that the simulator does not model are kept (vLLM ran with
+them) and named in the deployment's startup notes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def deployment_for(model: str | Path, gpu: str, vllm_version: str | None, flags:
     argv = [str(model), *flags, "--gpu", gpu]
     if vllm_version:
         argv += ["--vllm-version", vllm_version]
-    return build_deployment(parse_sim_args(argv))
+    return build_deployment(parse_sim_args(argv, allow_unknown=True))  # flags a real vLLM ran with
 
 
 def runs_from_dir(

@@ -1,19 +1,25 @@
-"""`sim-serve`'s command line: vLLM's own flag names (so one EngineConfig launches either), plus a few
-simulator-only flags (`--gpu`, `--time-scale`, `--calibration`, `--acceptance-rate`).
+"""`sim-serve`'s (and `estimate`'s) command line: read by the one engine vocabulary with the `sim` flag table —
+every `vllm serve` flag of the imitated release plus the simulator's own (`--gpu`, `--time-scale`,
+`--calibration`, `--acceptance-rate`, `--vllm-version`, `--seed`) — so a variant written for `vllm serve` runs
+unchanged and `plan`, `estimate`, `sim-serve` and `tune` read one argv the same way.
 
-Flags vLLM has but the simulator does not model are accepted and named in a log line, never an error,
-so a variant written for real vLLM runs unchanged against the simulator.
+A flag no table knows is an error with a suggestion, unless the caller opts in (`--pass-unknown-flags`, or a
+measured run's flags, which a real vLLM already accepted); vLLM flags the simulator does not model are accepted
+and named, one log line each, in the startup log.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import math
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from servetune.engines.flagtable import table_for
+from servetune.engines.vocab import parse_argv, to_argv
 from servetune.errors import ServetuneError
-from servetune.engines.vocab import human_readable_int
+from servetune.hardware.gpus import parse_gpu_arg
 
 
 class SimServeArgs(BaseModel):
@@ -24,21 +30,21 @@ class SimServeArgs(BaseModel):
     model: str
     served_model_name: str | None = None
     host: str = "127.0.0.1"
-    port: int = 8000
-    tensor_parallel_size: int = 1
+    port: int = Field(8000, ge=0, le=65535)
+    tensor_parallel_size: int = Field(1, ge=1, le=4096)
     max_model_len: int | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = Field(None, ge=1)
+    max_num_batched_tokens: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
     kv_cache_dtype: str = "auto"
     enable_prefix_caching: bool | None = None
     enable_chunked_prefill: bool = True
     async_scheduling: bool | None = None
-    block_size: int | None = None
-    long_prefill_token_threshold: int = 0
-    num_speculative_tokens: int = 0
+    block_size: int | None = Field(None, ge=1)
+    long_prefill_token_threshold: int = Field(0, ge=0)
+    num_speculative_tokens: int = Field(0, ge=0)
     speculative_method: str | None = None
-    acceptance_rate: float = 0.8
+    acceptance_rate: float = Field(0.8, ge=0, le=1, allow_inf_nan=False)
     language_model_only: bool = False
     quantization: str | None = None
     dtype: str | None = None
@@ -46,121 +52,133 @@ class SimServeArgs(BaseModel):
     planner_flags: dict[str, str | int] = Field(
         default_factory=dict, description="Other vLLM flags that change the memory ledger, passed to the planner."
     )
-    gpu: str = "H200"
-    time_scale: float = Field(1.0, gt=0, description="Simulated seconds per wall second.")
+    gpu: str = Field("H200", description="The GPU as `--gpu` names it (hardware.gpus.parse_gpu_arg's syntax).")
+    time_scale: float = Field(1.0, gt=0, allow_inf_nan=False, description="Simulated seconds per wall second.")
     calibration: str | None = None
     vllm_version: str | None = Field(None, description="vLLM release whose ledger and defaults to follow.")
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     ignored: list[str] = Field(default_factory=list)
 
+    @field_validator("max_model_len")
+    @classmethod
+    def _length(cls, value: int | None) -> int | None:
+        if value is not None and value != -1 and value < 1:
+            raise ValueError("must be positive (or -1: fit the KV cache)")
+        return value
 
-_LEDGER_FLAGS = {
-    "kv-cache-memory-bytes": int,
-    "num-gpu-blocks-override": int,
-    "mamba-cache-dtype": str,
-    "mamba-ssm-cache-dtype": str,
-    "max-cudagraph-capture-size": int,
-}
+
+_LEDGER_FLAGS = (
+    "kv-cache-memory-bytes",
+    "num-gpu-blocks-override",
+    "mamba-cache-dtype",
+    "mamba-ssm-cache-dtype",
+    "max-cudagraph-capture-size",
+)
 """vLLM flags the simulator does not use itself but the planner's ledger does."""
 
-SIM_ONLY_FLAGS = ("gpu", "time-scale", "calibration", "acceptance-rate", "vllm-version", "seed")
-"""Flags only `sim-serve` takes (EngineConfig names): strip them when turning a sim variant into `vllm serve`."""
+SIM_ONLY_FLAGS: tuple[str, ...] = tuple(spec.name for spec in table_for("sim").flags if spec.sim_only)
+"""Flags only `sim-serve` takes (EngineConfig names; the `sim` flag table says which): the emitter strips them
+when a simulated variant becomes the `vllm serve` it imitates."""
+
+_FIELDS = {
+    "tensor-parallel-size": "tensor_parallel_size",
+    "max-model-len": "max_model_len",
+    "max-num-seqs": "max_num_seqs",
+    "max-num-batched-tokens": "max_num_batched_tokens",
+    "gpu-memory-utilization": "gpu_memory_utilization",
+    "kv-cache-dtype": "kv_cache_dtype",
+    "enable-prefix-caching": "enable_prefix_caching",
+    "enable-chunked-prefill": "enable_chunked_prefill",
+    "async-scheduling": "async_scheduling",
+    "block-size": "block_size",
+    "long-prefill-token-threshold": "long_prefill_token_threshold",
+    "language-model-only": "language_model_only",
+    "quantization": "quantization",
+    "dtype": "dtype",
+    "enforce-eager": "enforce_eager",
+    "time-scale": "time_scale",
+    "calibration": "calibration",
+    "vllm-version": "vllm_version",
+    "seed": "seed",
+}
+"""The flags the simulator models, and the SimServeArgs field each sets."""
+_SERVING = ("model", "served-model-name", "host", "port")
+OPT_IN = "--pass-unknown-flags"
+"""sim-serve's opt-in word for flags no table knows (as `plan`, `launch`, `check` spell it)."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="servetune sim-serve", add_help=True, allow_abbrev=False)
-    p.add_argument("model_pos", nargs="?", metavar="MODEL", help="model directory with config.json")
-    p.add_argument("--model")
-    p.add_argument("--served-model-name", nargs="+")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
-    p.add_argument("--max-model-len")
-    p.add_argument("--max-num-seqs", type=int)
-    p.add_argument("--max-num-batched-tokens", type=int)
-    p.add_argument("--gpu-memory-utilization", type=float)
-    p.add_argument("--kv-cache-dtype", default="auto")
-    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--enable-chunked-prefill", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--block-size", type=int)
-    p.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--long-prefill-token-threshold", type=int, default=0)
-    p.add_argument("--speculative-config", "-sc")
-    p.add_argument("--language-model-only", action="store_true")
-    p.add_argument("--quantization", "-q")
-    p.add_argument("--dtype")
-    p.add_argument("--enforce-eager", action="store_true")
-    for flag, kind in _LEDGER_FLAGS.items():
-        p.add_argument(f"--{flag}", type=kind, dest=f"ledger_{flag.replace('-', '_')}")
-    p.add_argument("--gpu", default="H200", help="GPU name from the catalog (sim only)")
-    p.add_argument("--time-scale", type=float, default=1.0, help="simulated seconds per wall second (sim only)")
-    p.add_argument("--calibration", help="calibration profile JSON from `servetune calibrate` (sim only)")
-    p.add_argument("--acceptance-rate", type=float, help="speculative per-token acceptance (sim only)")
-    p.add_argument("--vllm-version", help="vLLM release to imitate, e.g. 0.24.0 (sim only; default latest)")
-    p.add_argument("--seed", type=int, default=0)
-    return p
+def parse_sim_args(argv: list[str], *, allow_unknown: bool = False) -> SimServeArgs:
+    """Reads vLLM-style argv (`MODEL [flags]`, or `--model MODEL`). A flag no table knows is an error naming it,
+    unless `--pass-unknown-flags` is among the words or `allow_unknown` (a caller holding flags a real vLLM
+    already accepted, e.g. a measured run's flags.txt); it is then named in the startup log like every vLLM flag
+    the simulator does not model."""
+    words = list(argv)
+    opted_in = OPT_IN in words or "--allow-unknown-flags" in words
+    words = [w for w in words if w not in (OPT_IN, "--allow-unknown-flags")]
+    model_pos = words.pop(0) if words and not words[0].startswith("-") else None
+    return sim_args(parse_argv("sim", words, allow_unknown=allow_unknown or opted_in), model=model_pos)
 
 
-def parse_sim_args(argv: list[str]) -> SimServeArgs:
-    """Parses vLLM-style argv; unknown flags are kept in `ignored` for the startup log."""
-    ns, unknown = _parser().parse_known_args(argv)
-    model = ns.model or ns.model_pos
-    if not model:
+def sim_args(given: Mapping[str, object], *, model: str | None = None) -> SimServeArgs:
+    """SimServeArgs from flags already read by the vocabulary (canonical names, typed values): the one mapping of
+    vLLM and sim flags onto what the simulator models, for argv and for EngineConfigs alike."""
+    flags = {k: v for k, v in given.items() if v is not None}
+    served = flags.pop("served-model-name", None)
+    values: dict[str, Any] = {
+        "model": flags.pop("model", None) or model,
+        "served_model_name": (served[0] if isinstance(served, list) and served else served) or None,
+        "host": flags.pop("host", None) or "127.0.0.1",
+        "port": flags.pop("port", None) or 8000,
+    }
+    if not values["model"]:
         raise ServetuneError("sim-serve needs a model (a directory or config.json)", "pass it first: sim-serve MODEL")
-    spec_tokens, method, acceptance = 0, None, 0.8
-    if ns.speculative_config:
-        try:
-            sc = json.loads(ns.speculative_config)
-        except json.JSONDecodeError as err:
-            raise ServetuneError(
-                f"--speculative-config is not JSON: {err}", 'write e.g. \'{"method":"mtp","num_speculative_tokens":2}\''
-            ) from None
-        spec_tokens = int(sc.get("num_speculative_tokens", 0))
-        method = sc.get("method")
-        acceptance = float(sc.get("acceptance_rate", acceptance))
-    if ns.acceptance_rate is not None:
-        acceptance = ns.acceptance_rate
-    if not 0 <= acceptance <= 1:
-        raise ServetuneError(f"acceptance rate {acceptance} is not in [0, 1]", "give a probability, e.g. 0.8")
-    return SimServeArgs(
-        model=model,
-        served_model_name=ns.served_model_name[0] if ns.served_model_name else None,
-        host=ns.host,
-        port=ns.port,
-        tensor_parallel_size=ns.tensor_parallel_size,
-        max_model_len=human_readable_int(ns.max_model_len, "max-model-len") if ns.max_model_len else None,
-        max_num_seqs=ns.max_num_seqs,
-        max_num_batched_tokens=ns.max_num_batched_tokens,
-        gpu_memory_utilization=ns.gpu_memory_utilization,
-        kv_cache_dtype=ns.kv_cache_dtype,
-        enable_prefix_caching=ns.enable_prefix_caching,
-        enable_chunked_prefill=ns.enable_chunked_prefill,
-        async_scheduling=ns.async_scheduling,
-        block_size=ns.block_size,
-        long_prefill_token_threshold=ns.long_prefill_token_threshold,
-        num_speculative_tokens=spec_tokens,
-        speculative_method=method,
-        acceptance_rate=acceptance,
-        language_model_only=ns.language_model_only,
-        quantization=ns.quantization,
-        dtype=ns.dtype,
-        enforce_eager=ns.enforce_eager,
-        planner_flags={f: v for f in _LEDGER_FLAGS if (v := getattr(ns, f"ledger_{f.replace('-', '_')}")) is not None},
-        gpu=ns.gpu,
-        time_scale=ns.time_scale,
-        calibration=ns.calibration,
-        vllm_version=ns.vllm_version,
-        seed=ns.seed,
-        ignored=_pair_flags(unknown),
-    )
+    for flag, field in _FIELDS.items():
+        if flags.get(flag) is not None:
+            values[field] = flags.pop(flag)
+    spec_tokens, method, acceptance = _speculative(flags.pop("speculative-config", None))
+    rate = flags.pop("acceptance-rate", None)
+    values.update(num_speculative_tokens=spec_tokens, speculative_method=method, acceptance_rate=acceptance)
+    if rate is not None:
+        values["acceptance_rate"] = rate
+    gpu_text = str(flags.pop("gpu", None) or "H200")
+    gpu, count = parse_gpu_arg(gpu_text)
+    tp = values.get("tensor_parallel_size")
+    if count > 1 and tp is not None and tp != count:
+        raise ServetuneError(
+            f"--gpu {gpu_text} names {count} GPUs but --tensor-parallel-size is {tp}",
+            f"the simulator runs one replica of TP GPUs: give --gpu {gpu.name}x{tp}, or leave out one of the two",
+        )
+    values["tensor_parallel_size"] = tp if tp is not None else count
+    values["gpu"] = gpu_text
+    values["planner_flags"] = {f: flags.pop(f) for f in _LEDGER_FLAGS if flags.get(f) is not None}
+    values["ignored"] = [" ".join(to_argv("sim", {k: v})) for k, v in flags.items() if v is not None]
+    try:
+        return SimServeArgs(**values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        flag = "--" + next((k for k, v in _FIELDS.items() if v == field), field.replace("_", "-"))
+        raise ServetuneError(
+            f"{flag}: {first['msg'][0].lower()}{first['msg'][1:]} (got {first.get('input')!r})",
+            f"give a valid value for {flag}",
+        ) from None
 
 
-def _pair_flags(words: list[str]) -> list[str]:
-    """Unknown argv words as `--flag value` items, for one log line per ignored flag."""
-    out: list[str] = []
-    for word in words:
-        if out and out[-1].startswith("-") and " " not in out[-1] and not word.startswith("-"):
-            out[-1] = f"{out[-1]} {word}"
-        else:
-            out.append(word)
-    return out
+def _speculative(config: object) -> tuple[int, str | None, float]:
+    """(draft tokens, method, acceptance rate) from `--speculative-config` (a JSON object, read by the vocabulary)."""
+    if config is None:
+        return 0, None, 0.8
+    fix = 'write e.g. \'{"method":"mtp","num_speculative_tokens":2}\''
+    if not isinstance(config, dict):
+        raise ServetuneError("--speculative-config must be a JSON object", fix)
+    try:
+        tokens = int(config.get("num_speculative_tokens", 0))
+        acceptance = float(config.get("acceptance_rate", 0.8))
+    except (TypeError, ValueError):
+        raise ServetuneError(
+            "--speculative-config: num_speculative_tokens and acceptance_rate must be numbers", fix
+        ) from None
+    if not math.isfinite(acceptance):
+        raise ServetuneError(f"--speculative-config: acceptance_rate {acceptance} is not a probability", fix)
+    method = config.get("method")
+    return tokens, str(method) if method is not None else None, acceptance

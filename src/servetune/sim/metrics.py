@@ -7,7 +7,10 @@ snapshots, deltas and prefix/preemption/speculation counters read the simulator 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from servetune.sim.scheduler import Scheduler
 
@@ -120,10 +123,24 @@ class Histogram:
         self.total += value
         self.n += 1
 
+    def observe_many(self, values: Sequence[float] | np.ndarray) -> None:
+        """`observe` for each value, in one numpy pass (a finished request's inter-token gaps)."""
+        if not len(values):
+            return
+        arr = np.asarray(values, dtype=float)
+        bins = np.bincount(np.searchsorted(self.buckets, arr, side="left"), minlength=len(self.counts))
+        self.counts = [a + b for a, b in zip(self.counts, bins.tolist(), strict=True)]
+        self.total += float(arr.sum())
+        self.n += int(arr.size)
+
 
 @dataclass
 class ServerStats:
-    """Per-request figures the server observes (the scheduler keeps the token counters)."""
+    """Per-request figures the server observes (the scheduler keeps the token counters).
+
+    The one rule of which figure feeds which histogram: `sim-serve` calls these methods as its tokens stream,
+    the in-process backend (`sim/backend.py`) once per finished request, so their `/metrics` agree.
+    """
 
     ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BUCKETS))
     itl: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
@@ -133,6 +150,35 @@ class ServerStats:
     prompt_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
     gen_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
     success: dict[str, int] = field(default_factory=dict)
+
+    def first_token(self, ttft_s: float) -> None:
+        """A request's first output, `ttft_s` after it reached the server."""
+        self.ttft.observe(ttft_s)
+
+    def token_gaps(self, gaps_s: Sequence[float] | np.ndarray) -> None:
+        """Gaps between a request's consecutive output chunks."""
+        self.itl.observe_many(gaps_s)
+
+    def finished(
+        self,
+        reason: str,
+        *,
+        e2e_s: float,
+        decode_s: float | None,
+        tokens: int,
+        queue_s: float | None,
+        prompt_tokens: int,
+    ) -> None:
+        """A request ended normally: `decode_s` from its first output to its end, `queue_s` from arrival to its
+        first scheduled step (None: not known)."""
+        self.e2e.observe(e2e_s)
+        if decode_s is not None and tokens > 1:
+            self.tpot.observe(decode_s / (tokens - 1))
+        if queue_s is not None:
+            self.queue.observe(queue_s)
+        self.prompt_len.observe(prompt_tokens)
+        self.gen_len.observe(tokens)
+        self.success[reason] = self.success.get(reason, 0) + 1
 
 
 def _fmt(value: float) -> str:
@@ -155,7 +201,7 @@ def render(stats: ServerStats, scheduler: Scheduler, model_name: str) -> str:
     def hist(name: str, help_: str, h: Histogram) -> None:
         samples: list[tuple[str, str, float]] = []
         cum = 0
-        for edge, count in zip(h.buckets, h.counts):
+        for edge, count in zip(h.buckets, h.counts[:-1], strict=True):
             cum += count
             samples.append(("_bucket", f'le="{float(edge)}"', cum))
         samples.append(("_bucket", 'le="+Inf"', h.n))

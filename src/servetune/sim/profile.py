@@ -43,4 +43,6 @@ class CalibrationProfile(BaseModel):
         try:
             return cls.model_validate_json(p.read_text())
         except ValueError as err:
-            raise ServetuneError(f"{p} is not a calibration profile: {err}", "regenerate it with `servetune calibrate`")
+            raise ServetuneError(
+                f"{p} is not a calibration profile: {err}", "regenerate it with `servetune calibrate`"
+            ) from None

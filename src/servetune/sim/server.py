@@ -13,7 +13,9 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -54,7 +56,7 @@ class SimServer:
 
     @property
     def name(self) -> str:
-        return self.dep.args.served_model_name or self.dep.args.model
+        return self.dep.served_name
 
     # ------------------------------------------------------------------ engine loop
     async def run_engine(self) -> None:
@@ -77,7 +79,7 @@ class SimServer:
             except ServetuneError:
                 # The head request can never get its blocks: end it (vLLM would have refused it) and go on.
                 head = self.engine.scheduler.waiting[0]
-                self.engine.scheduler.abort(head.request_id)
+                self.engine.abort(head.request_id)
                 live = self.live.get(head.request_id)
                 if live:
                     live.queue.put_nowait((0, "abort"))
@@ -96,10 +98,9 @@ class SimServer:
                     continue
                 if live.first is None:
                     live.first = now
-                    self.stats.ttft.observe((now - live.arrived) * scale)
+                    self.stats.first_token((now - live.arrived) * scale)
                 else:
-                    gap = (now - (live.last or now)) * scale
-                    self.stats.itl.observe(gap)
+                    self.stats.token_gaps([(now - (live.last or now)) * scale])
                 live.last = now
                 live.chunks += num_tokens
                 live.cached_tokens = req.num_cached_prompt_tokens
@@ -111,15 +112,14 @@ class SimServer:
         live = self.live[rid]
         scale = self.dep.args.time_scale
         self._reqs.pop(rid, None)
-        e2e = (now - live.arrived) * scale
-        self.stats.e2e.observe(e2e)
-        if live.first is not None and live.chunks > 1:
-            self.stats.tpot.observe((now - live.first) * scale / (live.chunks - 1))
-        if live.scheduled is not None:
-            self.stats.queue.observe((live.scheduled - live.arrived) * scale)
-        self.stats.prompt_len.observe(live.prompt_tokens)
-        self.stats.gen_len.observe(live.chunks)
-        self.stats.success[reason] = self.stats.success.get(reason, 0) + 1
+        self.stats.finished(
+            reason,
+            e2e_s=(now - live.arrived) * scale,
+            decode_s=None if live.first is None else (now - live.first) * scale,
+            tokens=live.chunks,
+            queue_s=None if live.scheduled is None else (live.scheduled - live.arrived) * scale,
+            prompt_tokens=live.prompt_tokens,
+        )
 
     # ------------------------------------------------------------------ HTTP
     def app(self) -> web.Application:
@@ -142,17 +142,7 @@ class SimServer:
         return web.json_response({"version": self.dep.vllm_version})
 
     async def models(self, _: web.Request) -> web.Response:
-        card = {
-            "id": self.name,
-            "object": "model",
-            "created": int(time.time()),
-            "owned_by": "vllm",
-            "root": self.dep.args.model,
-            "parent": None,
-            "max_model_len": self.dep.limits.max_model_len,
-            "permission": [],
-        }
-        return web.json_response({"object": "list", "data": [card]})
+        return web.json_response(self.dep.models_payload(self.name))
 
     async def metrics(self, _: web.Request) -> web.Response:
         text = render(self.stats, self.engine.scheduler, self.name)
@@ -199,17 +189,14 @@ class SimServer:
         raise _bad("'prompt' must be a string or a list of token ids (one prompt per request)")
 
     async def _serve(self, request: web.Request, body: dict, ids: list[int], chat: bool) -> web.StreamResponse:
-        limit = self.dep.limits.max_model_len
-        max_tokens = body.get("max_completion_tokens") if chat else None
-        max_tokens = max_tokens or body.get("max_tokens") or (limit - len(ids))
-        if not isinstance(max_tokens, int) or max_tokens < 1:
+        if body.get("model") not in (None, self.name, self.dep.args.model):
+            raise _error(404, "NotFoundError", f"The model `{body.get('model')}` does not exist.", param="model")
+        asked = (body.get("max_completion_tokens") if chat else None) or body.get("max_tokens")
+        if asked is not None and (not isinstance(asked, int) or isinstance(asked, bool) or asked < 1):
             raise _bad("max_tokens must be a positive integer")
-        if len(ids) + max_tokens > limit:
-            raise _bad(
-                f"This model's maximum context length is {limit} tokens. However, you requested "
-                f"{len(ids) + max_tokens} tokens ({len(ids)} in the messages, {max_tokens} in the completion). "
-                "Please reduce the length of the messages or completion."
-            )
+        max_tokens, problem = self.dep.check_request(len(ids), asked)
+        if problem is not None:
+            raise _bad(problem)
         if body.get("n", 1) != 1:
             raise _bad("sim-serve supports n=1 only")
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
@@ -229,11 +216,11 @@ class SimServer:
             return await self._whole(body, rid, live, chat)
         finally:
             if self._reqs.pop(rid, None) is not None:
-                self.engine.scheduler.abort(rid)
+                self.engine.abort(rid)
             self.live.pop(rid, None)
 
-    def _usage(self, live: _Live, produced: int) -> dict:
-        usage = {
+    def _usage(self, live: _Live, produced: int) -> dict[str, Any]:
+        usage: dict[str, Any] = {
             "prompt_tokens": live.prompt_tokens,
             "total_tokens": live.prompt_tokens + produced,
             "completion_tokens": produced,
@@ -272,7 +259,7 @@ class SimServer:
             }
         )
 
-    async def _stream(self, request: web.Request, body: dict, rid: str, live: _Live, chat: bool):
+    async def _stream(self, request: web.Request, body: dict, rid: str, live: _Live, chat: bool) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
         opts = body.get("stream_options") or {}
@@ -309,13 +296,19 @@ class SimServer:
         return resp
 
 
-def _bad(message: str) -> web.HTTPBadRequest:
+def _bad(message: str) -> web.HTTPException:
     """vLLM's error body for a 400."""
-    payload = {"object": "error", "message": message, "type": "BadRequestError", "param": None, "code": 400}
-    return web.HTTPBadRequest(text=json.dumps(payload), content_type="application/json")
+    return _error(400, "BadRequestError", message)
 
 
-async def serve(deployment: SimDeployment, log) -> None:
+def _error(status: int, kind: str, message: str, param: str | None = None) -> web.HTTPException:
+    """vLLM's error body (`{"object": "error", ...}`) with its status."""
+    payload = {"object": "error", "message": message, "type": kind, "param": param, "code": status}
+    cls = web.HTTPNotFound if status == 404 else web.HTTPBadRequest
+    return cls(text=json.dumps(payload), content_type="application/json")
+
+
+async def serve(deployment: SimDeployment, log: Callable[..., None]) -> None:
     """Binds the port, prints vLLM's ready lines, and serves until cancelled."""
     server = SimServer(deployment)
     runner = web.AppRunner(server.app(), access_log=None)

@@ -1,206 +1,468 @@
-"""Runs a workload through the simulated engine on a virtual clock: no sleeping, no HTTP.
+"""Load through the simulated engine on a virtual clock: no sleeping, no HTTP, `RequestRecord`s in simulated ns.
 
-The client side is modelled as servetune's load generator drives a real server: either a closed loop
-(`concurrency` requests in flight, the next one sent when one finishes) or given send times (an open
-loop, e.g. Poisson arrivals or a measured run's replay). Each request reaches the scheduler
-`request_overhead_s` after it is sent (API server parsing and tokenization), and its tokens reach the
-client at the end of the step that produced them.
+`VirtualServer` is a simulated vLLM that lives as long as its owner: its engine (KV pool, prefix cache,
+counters), its `/metrics` figures and its clock carry over from one run to the next, as a real server's do.
+`run` drives one `LoadShape` the way servetune's load generator drives a live server, phases and bounds decided
+by the same rule (`load.shape.Phaser`): a closed loop of `concurrency` conversations (each worker starts the
+next one when its conversation ends), or open-loop arrivals at the live runner's times (`LoadShape.arrivals`),
+at most `max_concurrency` in flight; a conversation's turns follow each other's answers. A request reaches the
+scheduler `request_overhead_s` after it is sent (the API server parses and tokenizes it), its tokens reach the
+client at the end of the step that produced them. The client's first-token and whole-request timeouts apply
+(the inter-token one does not: it would cost a deadline per token, and a simulated step never stalls for two
+minutes). As in the live runner, the warm-up and cool-down conversations still in flight when the last measured
+one ends are dropped unrecorded (and aborted in the engine).
+
+Requests are described by length (`VirtualTurn`): token ids for text prompts, or segments of content for
+synthetic ones (`(key, tokens)`: equal keys stand for equal text), hashed block by block so that a shared
+system prompt or a conversation's history hits the prefix cache exactly where the same text would.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from servetune.errors import ServetuneError
+from servetune.load.shape import LoadShape, Phaser
+from servetune.metrics.record import ErrorClass, Phase, RequestRecord
 from servetune.sim.engine import SimEngine
-from servetune.sim.scheduler import SchedulerLimits, SimRequest
-from servetune.sim.steptime import StepTimeModel
+from servetune.sim.kvcache import block_hashes
+from servetune.sim.metrics import ServerStats
+from servetune.sim.scheduler import SimRequest
+
+if TYPE_CHECKING:
+    from servetune.sim.deployment import SimDeployment
+    from servetune.sim.steptime import StepCoefficients
+
+Segment = tuple[Hashable, int]
+"""A run of prompt tokens: (what they are, how many). Equal keys at equal offsets are equal tokens."""
+
+MAX_INSTANT_REJECTIONS = 100_000
+"""Requests rejected in a row without the clock moving: beyond this a closed loop bounded by duration only would
+never end (every request fails at once), so the run stops with an error instead."""
+MAX_EMPTY_STEPS = 1_000
+"""Steps in a row that schedule nothing: the engine cannot make progress (a bug, not a workload)."""
 
 
-@dataclass(frozen=True)
-class RequestSpec:
-    """One request of a simulated workload.
-
-    Prompts are described by length and sharing rather than by text: the first `shared_prefix_tokens`
-    tokens are the same for every request of `prefix_group` (a system prompt, a document asked twice),
-    the rest is unique to the request.
-    """
-
-    num_prompt_tokens: int
-    max_tokens: int
-    shared_prefix_tokens: int = 0
-    prefix_group: int = 0
-
-
-def prompt_hashes(spec: RequestSpec, index: int, block_size: int) -> tuple[int, ...]:
-    """Chained block hashes standing in for the prompt's tokens (shared blocks hash equal)."""
+def segment_hashes(segments: Sequence[Segment], block_size: int) -> tuple[int, ...]:
+    """Chained hashes of the full blocks of a prompt given as segments (as `kvcache.block_hashes` for ids)."""
     hashes: list[int] = []
     parent = 0
-    for j in range(spec.num_prompt_tokens // block_size):
-        shared = (j + 1) * block_size <= spec.shared_prefix_tokens
-        parent = hash((parent, "p", spec.prefix_group, j) if shared else (parent, "u", index, j))
-        hashes.append(parent)
+    piece: list[tuple[Hashable, int, int]] = []
+    filled = 0
+    for key, length in segments:
+        offset = 0
+        while offset < length:
+            take = min(length - offset, block_size - filled)
+            piece.append((key, offset, offset + take))
+            offset += take
+            filled += take
+            if filled == block_size:
+                parent = hash((parent, tuple(piece)))
+                hashes.append(parent)
+                piece, filled = [], 0
     return tuple(hashes)
 
 
-@dataclass
-class RequestTimeline:
-    """When one simulated request was sent, got each chunk of tokens, and finished (virtual seconds)."""
+@dataclass(frozen=True, slots=True)
+class VirtualTurn:
+    """One request as the engine sees it: prompt length (chat template included), requested output (None: what
+    the context leaves), the client's own count of its input, and its content for the prefix cache."""
+
+    prompt_tokens: int
+    max_tokens: int | None
+    expected_tokens: int | None
+    segments: tuple[Segment, ...] = ()
+    ids: tuple[int, ...] | None = None
+
+    def block_hashes(self, block_size: int) -> tuple[int, ...]:
+        if self.ids is not None:
+            return block_hashes(self.ids, block_size)
+        return segment_hashes(self.segments, block_size)
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualConversation:
+    """Conversation `index` of a workload (traffic class `cls`): its turns, sent one after another's answer."""
 
     index: int
-    num_prompt_tokens: int
+    cls: str
+    turns: tuple[VirtualTurn, ...]
+
+
+ConversationSource = Callable[[int], VirtualConversation]
+
+
+class VirtualServer:
+    """A simulated vLLM on a virtual clock (see the module docstring)."""
+
+    def __init__(self, deployment: SimDeployment, coefficients: StepCoefficients | None = None) -> None:
+        timing = deployment.timing if coefficients is None else replace(deployment.timing, coef=coefficients)
+        self.deployment = deployment
+        self.engine = SimEngine(deployment.limits, timing)
+        self.stats = ServerStats()
+        self.clock = 0.0
+        """Simulated seconds since the server started."""
+        self.ids = itertools.count()
+
+    def run(self, source: ConversationSource, shape: LoadShape, *, stream: bool = True) -> list[RequestRecord]:
+        """Every request of one load shape (warm-up and cool-down included, marked by phase), in send order."""
+        return _Run(self, source, shape, stream).execute()
+
+
+@dataclass(eq=False, slots=True)
+class _Conversation:
+    conv: VirtualConversation
+    phase: Phase
+
+
+@dataclass(eq=False, slots=True)
+class _Flight:
+    """A request sent and not yet ended."""
+
+    rid: str
+    owner: _Conversation
+    turn: int
+    scheduled: float
+    dispatched: float
     sent: float
-    chunk_times: list[float] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
-    end: float | None = None
-    num_preemptions: int = 0
-    cached_prompt_tokens: int = 0
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(self.chunk_tokens)
-
-    @property
-    def ttft(self) -> float:
-        return self.chunk_times[0] - self.sent
-
-    @property
-    def e2e(self) -> float:
-        assert self.end is not None
-        return self.end - self.sent
+    budget: int
+    chunks: list[float] = field(default_factory=list)
+    tokens: int = 0
+    first_scheduled: float | None = None
 
 
-@dataclass(frozen=True)
-class VirtualRun:
-    """The outcome of a virtual run: per-request timelines and engine totals."""
-
-    timelines: list[RequestTimeline]
-    duration: float
-    num_steps: int
-    num_preemptions: int
-    prefix_queries: int
-    prefix_hits: int
-    max_running: int
-    spec_draft_tokens: int
-    spec_accepted_tokens: int
+_ARRIVE, _DISPATCH, _REJECT, _FIRST_DEADLINE, _END_DEADLINE = range(5)
+_DEFAULTS = {
+    name: info.get_default(call_default_factory=True)
+    for name, info in RequestRecord.model_fields.items()
+    if not info.is_required()
+}
 
 
-def _fast_forward(
-    engine: SimEngine,
-    timing: StepTimeModel,
-    lines: dict[str, RequestTimeline],
-    steps: int,
-    clock: float,
-    horizon: float,
-) -> float:
-    """Applies up to `steps` quiet decode steps in one go, none starting at or after `horizon` (the next
-    arrival, which the scheduler must see first); returns the clock after them."""
-    running = engine.scheduler.running
-    context = sum(r.num_computed_tokens for r in running)
-    times: list[float] = []
-    t = clock
-    for duration in timing.decode_step_times(len(running), context, steps):
-        if t >= horizon:
-            break
-        t += duration
-        times.append(t)
-    if times:
-        engine.scheduler.advance_decode(len(times))
-        engine.num_steps += len(times)
-        ones = [1] * len(times)
-        for req in running:
-            line = lines[req.request_id]
-            line.chunk_times.extend(times)
-            line.chunk_tokens.extend(ones)
-    return t
+def _ns(t: float) -> int:
+    return round(t * 1e9)
 
 
-def run_virtual(
-    specs: Sequence[RequestSpec],
-    limits: SchedulerLimits,
-    timing: StepTimeModel,
-    *,
-    concurrency: int | None = None,
-    send_times: Sequence[float] | None = None,
-) -> VirtualRun:
-    """Simulates `specs` in order, closed-loop at `concurrency` or open-loop at `send_times`."""
-    if (concurrency is None) == (send_times is None):
-        raise ValueError("give exactly one of concurrency or send_times")
-    if send_times is not None and len(send_times) != len(specs):
-        raise ValueError("send_times must have one entry per request")
-    engine = SimEngine(limits, timing)
-    overhead = timing.coef.request_overhead_s
-    lines: dict[str, RequestTimeline] = {}
-    arrivals: list[tuple[float, int]] = []  # (time the scheduler sees it, index)
-    next_index = 0
+class _Run:
+    """One `VirtualServer.run`: client events on a heap (arrivals at the scheduler, open-loop dispatches, timeout
+    deadlines), the engine stepped in between."""
 
-    def send(index: int, now: float) -> None:
-        heapq.heappush(arrivals, (now + overhead, index))
-        spec = specs[index]
-        lines[str(index)] = RequestTimeline(index, spec.num_prompt_tokens, sent=now)
+    def __init__(self, server: VirtualServer, source: ConversationSource, shape: LoadShape, stream: bool) -> None:
+        self.server = server
+        self.engine = server.engine
+        self.deployment = server.deployment
+        self.source = source
+        self.shape = shape
+        self.stream = stream
+        self.phaser = Phaser(shape)
+        self.t0 = self.clock = server.clock
+        self.overhead = self.engine.timing.coef.request_overhead_s
+        self.first_s = shape.timeouts.first_token_s
+        self.whole_s = shape.timeouts.request_s
+        self.events: list[tuple[float, int, int, Any]] = []
+        self.seq = itertools.count()
+        self.flights: dict[str, _Flight] = {}
+        self.records: list[RequestRecord] = []
+        self.active = 0
+        self.measuring = 0
+        self.next_index = 0
+        self.closed = shape.kind == "concurrency"
+        self.dispatching = not self.closed
+        self.offsets: np.ndarray = np.zeros(0)
+        self.queued: deque[tuple[int, Phase, float]] = deque()
+        self.rejections = 0
+        self.empty_steps = 0
 
-    if send_times is not None:
-        for i, t in enumerate(send_times):
-            send(i, t)
-        next_index = len(specs)
-    else:
-        assert concurrency is not None
-        while next_index < min(concurrency, len(specs)):
-            send(next_index, 0.0)
-            next_index += 1
+    # ------------------------------------------------------------------ the loop
+    def execute(self) -> list[RequestRecord]:
+        try:
+            if self.closed:
+                for _ in range(self.shape.concurrency or 1):
+                    if not self._worker_next(self.t0):
+                        break
+            else:
+                self._dispatch_next()
+            self._loop()
+        finally:
+            for rid in list(self.flights):
+                self.engine.abort(rid)
+            self.server.clock = self.clock
+        return sorted(self.records, key=lambda r: (r.sent_ns, r.index, r.turn))
 
-    clock = 0.0
-    max_running = 0
-    finished = 0
-    while finished < len(specs):
-        while arrivals and arrivals[0][0] <= clock:
-            _, i = heapq.heappop(arrivals)
-            spec = specs[i]
-            req = SimRequest(
-                request_id=str(i),
-                num_prompt_tokens=spec.num_prompt_tokens,
-                max_tokens=spec.max_tokens,
-                prompt_hashes=prompt_hashes(spec, i, limits.block_size),
-            )
-            engine.submit(req)
-        if not engine.has_work:
-            clock = arrivals[0][0]
-            continue
-        quiet = engine.quiet_decode_steps()
-        if quiet > 1:
-            horizon = arrivals[0][0] if arrivals else math.inf
-            moved = _fast_forward(engine, timing, lines, quiet, clock, horizon)
-            if moved > clock:
-                clock = moved
+    def _done(self) -> bool:
+        return self.active == 0 if self.closed else not self.dispatching and self.measuring == 0
+
+    def _loop(self) -> None:
+        engine = self.engine
+        while not self._done():
+            self._due(self.clock, inclusive=True)
+            if self._done():
+                break
+            if not engine.has_work:
+                if not self.events:
+                    raise RuntimeError("virtual run: conversations in flight but nothing left to happen")
+                self.clock = max(self.clock, self.events[0][0])
                 continue
-        outcome = engine.step()
-        max_running = max(max_running, len(outcome.plan.scheduled))
-        clock += outcome.duration
+            quiet = engine.quiet_decode_steps()
+            if quiet > 1 and self._fast_forward(quiet):
+                continue
+            self._step()
+
+    def _push(self, t: float, kind: int, item: Any) -> None:
+        heapq.heappush(self.events, (t, next(self.seq), kind, item))
+
+    def _due(self, until: float, *, inclusive: bool) -> None:
+        """Handles the client events up to `until` (in time order)."""
+        events = self.events
+        while events and (events[0][0] <= until if inclusive else events[0][0] < until):
+            t, _, kind, item = heapq.heappop(events)
+            if kind == _ARRIVE:
+                self._arrive(item)
+            elif kind == _DISPATCH:
+                self._dispatch(item, t)
+            elif kind == _REJECT:
+                flight, problem = item
+                self._failed(flight, t, ErrorClass.HTTP_4XX, f"HTTP 400: {problem}", status=400)
+            else:
+                self._deadline(item, kind, t)
+
+    def _horizon(self) -> float:
+        """When the next client event happens (stale deadlines of ended requests are dropped first)."""
+        events = self.events
+        while events and events[0][2] >= _FIRST_DEADLINE and events[0][3] not in self.flights:
+            heapq.heappop(events)
+        return events[0][0] if events else math.inf
+
+    def _fast_forward(self, steps: int) -> bool:
+        """Applies up to `steps` quiet decode steps in one go, none starting at or after the next client event
+        (which the scheduler must see first); False when none fits."""
+        horizon = self._horizon()
+        running = self.engine.scheduler.running
+        context = sum(r.num_computed_tokens for r in running)
+        times: list[float] = []
+        t = self.clock
+        for duration in self.engine.timing.decode_step_times(len(running), context, steps):
+            if t >= horizon:
+                break
+            t += duration
+            times.append(t)
+        if not times:
+            return False
+        self.engine.scheduler.advance_decode(len(times))
+        self.engine.num_steps += len(times)
+        for req in running:
+            flight = self.flights[req.request_id]
+            flight.chunks.extend(times)
+            flight.tokens += len(times)
+        self.clock = t
+        return True
+
+    def _step(self) -> None:
+        start = self.clock
+        try:
+            outcome = self.engine.step()
+        except ServetuneError as err:  # the head request can never get its blocks: end it, as sim-serve does
+            head = self.engine.scheduler.waiting[0]
+            self.engine.abort(head.request_id)
+            flight = self.flights.pop(head.request_id)
+            self._failed(flight, start, ErrorClass.ERROR_EVENT, err.problem)
+            return
+        if outcome.plan.empty:
+            self.empty_steps += 1
+            if self.empty_steps > MAX_EMPTY_STEPS:
+                raise RuntimeError("virtual run: the engine schedules nothing but has work")
+            return
+        self.empty_steps = 0
+        flights = self.flights
+        # Requests scheduled for the first time were admitted last (after the running ones and after preempted ones
+        # coming back), so walking the plan backwards can stop at the first one seen before.
+        for s in reversed(outcome.plan.scheduled):
+            joined = flights.get(s.request.request_id)
+            if joined is None:
+                continue
+            if joined.first_scheduled is not None:
+                break
+            joined.first_scheduled = start
+        end = start + outcome.duration
+        self._due(end, inclusive=False)  # what the client does during the step happens before its tokens arrive
+        self.clock = end
         for req, num_tokens, reason in outcome.events:
-            line = lines[req.request_id]
-            line.chunk_times.append(clock)
-            line.chunk_tokens.append(num_tokens)
+            got = flights.get(req.request_id)
+            if got is None:
+                continue
+            got.chunks.append(end)
+            got.tokens += num_tokens
             if reason:
-                line.end = clock
-                line.num_preemptions = req.num_preemptions
-                line.cached_prompt_tokens = req.num_cached_prompt_tokens
-                finished += 1
-                if concurrency is not None and next_index < len(specs):
-                    send(next_index, clock)
-                    next_index += 1
-    c = engine.scheduler.counters
-    ordered = [lines[str(i)] for i in range(len(specs))]
-    start = min((t.sent for t in ordered), default=0.0)
-    return VirtualRun(
-        timelines=ordered,
-        duration=clock - start,
-        num_steps=engine.num_steps,
-        num_preemptions=c.preemptions,
-        prefix_queries=c.prefix_queries,
-        prefix_hits=c.prefix_hits,
-        max_running=max_running,
-        spec_draft_tokens=c.spec_draft_tokens,
-        spec_accepted_tokens=c.spec_accepted_tokens,
-    )
+                self._finished(got, end, reason)
+
+    # ------------------------------------------------------------------ the client
+    def _worker_next(self, t: float) -> bool:
+        """A closed-loop worker is free at `t`: it starts the next conversation, or retires (False)."""
+        phase = self.phaser.next(t - self.t0)
+        if phase is None:
+            return False
+        self._start(self.next_index, phase, t, t, t)
+        self.next_index += 1
+        return True
+
+    def _dispatch_next(self) -> None:
+        """Schedules the next open-loop arrival (its phase decided now: it depends on its time only)."""
+        index = self.next_index
+        if index >= len(self.offsets):
+            self.offsets = self.shape.arrivals(max(4096, 4 * len(self.offsets)))
+        offset = float(self.offsets[index])
+        phase = self.phaser.next(offset)
+        if phase is None:
+            self.dispatching = False
+            return
+        self.next_index += 1
+        self._push(self.t0 + offset, _DISPATCH, (index, phase))
+
+    def _dispatch(self, item: tuple[int, Phase], t: float) -> None:
+        index, phase = item
+        cap = self.shape.max_concurrency
+        if cap is None or self.active < cap:
+            self._start(index, phase, t, t, t)
+        else:
+            self.queued.append((index, phase, t))
+        self._dispatch_next()
+
+    def _start(self, index: int, phase: Phase, scheduled: float, dispatched: float, sent: float) -> None:
+        conv = self.source(index)
+        self.active += 1
+        if phase == "measure":
+            self.measuring += 1
+        self._send(_Conversation(conv, phase), 0, scheduled, dispatched, sent)
+
+    def _send(self, owner: _Conversation, k: int, scheduled: float, dispatched: float, t: float) -> None:
+        turn = owner.conv.turns[k]
+        budget, problem = self.deployment.check_request(turn.prompt_tokens, turn.max_tokens)
+        flight = _Flight(str(next(self.server.ids)), owner, k, scheduled, dispatched, t, budget)
+        if problem is not None:
+            self.rejections += 1
+            if self.rejections > MAX_INSTANT_REJECTIONS:
+                raise ServetuneError(f"every request is rejected by the simulated server: {problem}", _REJECT_FIX)
+            self._push(t + self.overhead, _REJECT, (flight, problem))  # the API server answers after parsing it
+            return
+        self.flights[flight.rid] = flight
+        self._push(t + self.overhead, _ARRIVE, flight.rid)
+        if math.isfinite(self.first_s):
+            self._push(t + self.first_s, _FIRST_DEADLINE, flight.rid)
+        if math.isfinite(self.whole_s):
+            self._push(t + self.whole_s, _END_DEADLINE, flight.rid)
+
+    def _arrive(self, rid: str) -> None:
+        flight = self.flights.get(rid)
+        if flight is None:  # timed out before the server saw it
+            return
+        turn = flight.owner.conv.turns[flight.turn]
+        hashes = turn.block_hashes(self.deployment.limits.block_size)
+        self.engine.submit(SimRequest(rid, turn.prompt_tokens, flight.budget, hashes))
+
+    def _deadline(self, rid: str, kind: int, t: float) -> None:
+        flight = self.flights.get(rid)
+        if flight is None or (kind == _FIRST_DEADLINE and flight.chunks):
+            return
+        del self.flights[rid]
+        self.engine.abort(rid)
+        flight.chunks = [c for c in flight.chunks if c <= t]  # a fast-forward may have run past the deadline
+        if kind == _FIRST_DEADLINE:
+            self._failed(flight, t, ErrorClass.FIRST_TOKEN_TIMEOUT, f"no output within {self.first_s} s")
+        else:
+            cls = ErrorClass.INTER_TOKEN_TIMEOUT if flight.chunks else ErrorClass.FIRST_TOKEN_TIMEOUT
+            self._failed(flight, t, cls, f"no end after {self.whole_s} s")
+
+    def _finished(self, flight: _Flight, t: float, reason: str) -> None:
+        del self.flights[flight.rid]
+        self.rejections = 0
+        turn = flight.owner.conv.turns[flight.turn]
+        chunks = np.asarray(flight.chunks)
+        self.server.stats.first_token(float(chunks[0]) - flight.sent)
+        self.server.stats.token_gaps(np.diff(chunks))
+        self.server.stats.finished(
+            reason,
+            e2e_s=t - flight.sent,
+            decode_s=t - float(chunks[0]),
+            tokens=flight.tokens,
+            queue_s=None if flight.first_scheduled is None else flight.first_scheduled - flight.sent,
+            prompt_tokens=turn.prompt_tokens,
+        )
+        self._record(flight, t, http_status=200, finish_reason=reason, output_tokens=flight.tokens, usage=True)
+        owner = flight.owner
+        if flight.turn + 1 < len(owner.conv.turns):
+            self._send(owner, flight.turn + 1, t, t, t)  # the next turn follows the answer at once
+        else:
+            self._ended(owner, t)
+
+    def _failed(self, flight: _Flight, t: float, cls: ErrorClass, message: str, *, status: int | None = None) -> None:
+        self._record(
+            flight, t, http_status=status or 200, output_tokens=len(flight.chunks), error_class=cls, error=message
+        )
+        self._ended(flight.owner, t)
+
+    def _ended(self, owner: _Conversation, t: float) -> None:
+        """A conversation is over (its last answer, or a failed turn): its worker or slot goes on."""
+        self.active -= 1
+        if owner.phase == "measure":
+            self.measuring -= 1
+        if self.closed:
+            self._worker_next(t)
+        elif self.queued:
+            index, phase, scheduled = self.queued.popleft()
+            self._start(index, phase, scheduled, scheduled, t)
+
+    def _record(
+        self,
+        flight: _Flight,
+        done: float,
+        *,
+        http_status: int,
+        output_tokens: int,
+        usage: bool = False,
+        finish_reason: str | None = None,
+        error_class: ErrorClass | None = None,
+        error: str | None = None,
+    ) -> None:
+        conv = flight.owner.conv
+        turn = conv.turns[flight.turn]
+        chunk_ns = np.rint(np.asarray(flight.chunks) * 1e9).astype(np.int64).tolist() if self.stream else []
+        self.records.append(
+            RequestRecord.model_construct(
+                **{
+                    **_DEFAULTS,
+                    "index": conv.index,
+                    "traffic_class": conv.cls,
+                    "phase": flight.owner.phase,
+                    "conversation": conv.index,
+                    "turn": flight.turn,
+                    "scheduled_ns": _ns(flight.scheduled),
+                    "dispatched_ns": _ns(flight.dispatched),
+                    "sent_ns": _ns(flight.sent),
+                    "done_ns": _ns(done),
+                    "chunk_ns": chunk_ns,
+                    "first_content_ns": chunk_ns[0] if chunk_ns else None,
+                    "stream": self.stream,
+                    "http_status": http_status,
+                    "finish_reason": finish_reason,
+                    "error_class": error_class,
+                    "error": error,
+                    "prompt_tokens_expected": turn.expected_tokens,
+                    "prompt_tokens": turn.prompt_tokens if usage else None,
+                    "output_tokens_requested": turn.max_tokens,
+                    "output_tokens": output_tokens,
+                    "output_tokens_source": "usage" if usage else ("chunks" if output_tokens else "none"),
+                    "usage_output_tokens": output_tokens if usage else None,
+                }
+            )
+        )
+
+
+_REJECT_FIX = "shorten the requests (input + output tokens) or serve a longer context (--max-model-len)"

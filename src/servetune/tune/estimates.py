@@ -126,7 +126,7 @@ def predictor(exp: Experiment) -> Predictor:
         if config.engine == "vllm" and gpu is None:
             return Prediction({}, None, "no GPU named (hardware.gpu)")
         from servetune.sim.backend import SimBackend
-        from servetune.sim.estimate import deployment_for_config
+        from servetune.sim.deployment import deployment_for_config
 
         try:
             backend = SimBackend(deployment_for_config(config, gpu=gpu, calibration=calibration))

@@ -1,0 +1,122 @@
+"""`LoadOptions`: bench's and estimate's load options in one model — the same flags give the same Workload and
+LoadShape in both, and every bad value is an error naming its flag before any work starts."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from servetune.cli.bench import bench
+from servetune.errors import ServetuneError
+from servetune.load.options import LoadOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_takes_every_load_option() -> None:
+    assert set(LoadOptions.model_fields) <= set(inspect.signature(bench).parameters)
+
+
+def test_workload_and_shape() -> None:
+    o = LoadOptions.parse(input_tokens=1000, output_tokens=200, range_ratio=0.25, concurrency=8, seed=3)
+    (klass,) = o.workload().classes
+    assert (klass.input_dist.kind, klass.input_dist.mean) == ("uniform", 1000)
+    assert klass.input_dist.std == pytest.approx(250 / math.sqrt(3))  # uniform in [750, 1250]
+    assert o.shape().kind == "concurrency" and o.shape().concurrency == 8 and o.shape().requests == 100
+    opened = LoadOptions.parse(rate=3, max_concurrency=4, duration=5, warmup_s=1, arrival="gamma", burstiness=0.5)
+    shape = opened.shape()
+    assert (shape.rate, shape.max_concurrency, shape.requests, shape.duration_s) == (3, 4, None, 5)
+    assert LoadOptions.parse(rate="inf", requests=9).shape().rate == math.inf
+    mix = LoadOptions.parse(mix="a:0.7:100:10,b:0.3:2000:50", concurrency=2).workload()
+    assert [c.name for c in mix.classes] == ["a", "b"]
+    assert LoadOptions.parse(concurrency=1, goodput="ttft:500").slos() is not None
+    assert LoadOptions.parse(concurrency=1, percentiles="50,99.9").percentile_values() == (50, 99.9)
+
+
+def test_from_argv_with_aliases_leaves_other_flags() -> None:
+    aliases = {"--num-requests": "requests", "--input-len": "input_tokens"}
+    o, rest = LoadOptions.from_argv(
+        ["qwen", "--num-requests", "7", "--input-len", "64", "-tp", "2", "--concurrency", "3"], aliases
+    )
+    assert (o.requests, o.input_tokens, o.concurrency) == (7, 64, 3) and rest == ["qwen", "-tp", "2"]
+
+
+@pytest.mark.parametrize(
+    ("values", "flag"),
+    [
+        ({"concurrency": 0}, "--concurrency"),
+        ({"concurrency": 10**9}, "--concurrency"),
+        ({"rate": "nan"}, "--rate"),
+        ({"rate": -1}, "--rate"),
+        ({"concurrency": 1, "output_std": -3}, "--output-std"),
+        ({"concurrency": 1, "prefix_groups": 0}, "--prefix-groups"),
+        ({"concurrency": 1, "requests": 0}, "--requests"),
+        ({"concurrency": 1, "duration": "inf"}, "--duration"),
+        ({"concurrency": 1, "seed": -1}, "--seed"),
+        ({"concurrency": 1, "range_ratio": 1.5}, "--range-ratio"),
+        ({"concurrency": 1, "first_token_timeout": 0}, "--first-token-timeout"),
+        ({"concurrency": 1, "arrival": "bursty"}, "--arrival"),
+        ({"concurrency": 1, "prefix_tokens": 300}, "--prefix-tokens"),
+        ({"concurrency": 1, "mix": "a:x:1:2"}, "--mix"),
+        ({"concurrency": 1, "mix": "a:-1:1:2"}, "--mix"),
+        ({"concurrency": 1, "percentiles": "50,120"}, "--percentiles"),
+        ({"concurrency": 1, "dataset": "/no/such/file.jsonl"}, "--dataset"),
+        ({"concurrency": 1, "output_std": 5, "range_ratio": 0.1}, "--range-ratio"),
+        ({"concurrency": 1, "max_concurrency": 4}, "--max-concurrency"),
+        ({}, "--concurrency"),
+        ({"concurrency": 1, "rate": 2}, "--concurrency"),
+        ({"rate": "inf", "duration": 5}, "rate inf"),
+    ],
+)
+def test_bad_values_name_their_flag(values: dict, flag: str) -> None:
+    with pytest.raises(ServetuneError) as err:
+        LoadOptions.parse(**values)
+    assert flag in str(err.value)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    return subprocess.run(
+        [sys.executable, "-m", "servetune", *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--concurrency", "0"],
+        ["--rate", "nan"],
+        ["--output-std", "-3", "--concurrency", "1"],
+        ["--extra-body", "[1,2]", "--concurrency", "1"],
+        ["--sweep", "0,-1", "--concurrency", "1"],
+    ],
+)
+def test_bench_rejects_bad_values_before_connecting(args: list[str]) -> None:
+    proc = _cli("bench", "--url", "http://127.0.0.1:1", "--model", "m", *args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "error:" in proc.stderr
+
+
+def test_estimate_takes_benchs_options_and_its_old_spellings() -> None:
+    common = ["qwen3.6-27b", "--max-model-len", "8192", "--language-model-only", "--gpu", "H200"]
+    new = _cli("estimate", *common, "--requests", "6", "--input-tokens", "300", "--concurrency", "2", "--json")
+    old = _cli("estimate", *common, "--num-requests", "6", "--input-len", "300", "--concurrency", "2", "--json")
+    assert new.returncode == old.returncode == 0, new.stderr + old.stderr
+    assert {**json.loads(new.stdout), "started_at": ""} == {**json.loads(old.stdout), "started_at": ""}
+    assert "== qwen3.6-27b on simulated vLLM" in new.stderr and "ttft" in new.stderr
+    for bad, says in (
+        (["--tp", "2", "--concurrency", "1"], "did you mean --tensor-parallel-size (-tp)?"),
+        (["--concurrency", "0"], "--concurrency"),
+        (["--concurrency", "1", "--input-tokens", "9000"], "maximum context length is 8192"),
+    ):
+        proc = _cli("estimate", *common, *bad)
+        assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    two = _cli("estimate", "qwen3.6-27b", "--max-model-len", "128K", "--language-model-only", "--gpu",
+               "A100-80G-SXMx2", "--concurrency", "1", "--requests", "1")  # fmt: skip
+    assert two.returncode == 0 and "on 2x A100-80G-SXM" in two.stdout, two.stderr
