@@ -34,7 +34,8 @@ from points import POINTS  # noqa: E402
 
 GIB = 2**30
 RX = {
-    "model_loading_gib": r"Model loading took ([\d.]+) GiB memory and ([\d.]+) s",
+    "model_loading_gib": r"Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) s",
+    "v2_runner": r"(Using V2 Model Runner)",
     "block_size": r"Setting attention block size to (\d+) tokens",
     "available_kv_gib": r"Available KV cache memory: ([\d.]+) GiB",
     "kv_tokens": r"GPU KV cache size: ([\d,]+) tokens",
@@ -76,7 +77,7 @@ def log_facts(text: str) -> dict:
             out["init_free_gib"], out["gpu_util"], out["requested_gib"] = (float(v) for v in vals)
         elif key in ("cache_dir",):
             out[key] = vals[0]
-        elif key == "compile_cache_hit":
+        elif key in ("compile_cache_hit", "v2_runner"):
             out[key] = True
         else:
             out[key] = float(vals[0]) if "." in vals[0] else int(vals[0])
@@ -197,6 +198,30 @@ def replay(point_name: str, records: list[dict], model_cfg: Path, flags: list[st
     return summarize(sim_recs)
 
 
+def prom_total(text: str, name: str) -> float | None:
+    """Sum of a Prometheus counter over its label sets (None when absent)."""
+    total, found = 0.0, False
+    for line in text.splitlines():
+        m = re.match(r"^(\S+?)(\{.*\})?\s+([0-9.eE+-]+)$", line)
+        if m and m.group(1) == name:
+            total += float(m.group(3))
+            found = True
+    return total if found else None
+
+
+def cache_hit_rate(data: Path, sid: str, pname: str) -> float | None:
+    """vLLM's prefix-cache hits / queries (tokens) over the point, from /metrics before and after."""
+    b, a = data / sid / f"{pname}.metrics.before.prom", data / sid / f"{pname}.metrics.after.prom"
+    if not b.exists() or not a.exists():
+        return None
+    bt, at = b.read_text(), a.read_text()
+    q0, q1 = prom_total(bt, "vllm:prefix_cache_queries_total"), prom_total(at, "vllm:prefix_cache_queries_total")
+    h0, h1 = prom_total(bt, "vllm:prefix_cache_hits_total"), prom_total(at, "vllm:prefix_cache_hits_total")
+    if None in (q0, q1, h0, h1) or q1 == q0:
+        return None
+    return (h1 - h0) / (q1 - q0)
+
+
 def sim_rows(data: Path, manifest: dict, split: dict) -> list[dict]:
     from fidelity_records import summarize
 
@@ -226,6 +251,7 @@ def sim_rows(data: Path, manifest: dict, split: dict) -> list[dict]:
                 "kind": POINTS[pname].kind,
                 "measured_requests": real.get("completed"),
                 "rate": summary.get("rate"),
+                "prefix_cache_hit_rate": cache_hit_rate(data, sid, pname),
             }
             for key in ("ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "output_throughput"):
                 row[f"{key}_real"] = real.get(key)
@@ -256,8 +282,92 @@ def stats(vals: list[float]) -> str:
     return f"mean |err| {sum(vals) / len(vals):.1f}%, max {max(vals):.1f}%, {within}/{len(vals)} within 10%"
 
 
-def results_md(facts: list[dict], perr: list[dict], srows: list[dict]) -> str:
+def g(x, nd=2) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
+
+
+def startups_md(facts: list[dict]) -> list[str]:
+    out = ["## Startups: times and vLLM's memory lines", ""]
+    out += [
+        "| startup | model | start | outcome | ready s | engine s | torch.compile s | profile run s | graph capture s "
+        "| runner | weights GiB | torch peak GiB | non-torch GiB | CUDA graphs est. / actual GiB | available KV GiB "
+        "| KV tokens |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for r in facts:
+        if r.get("outcome") in (None, "skipped"):
+            continue
+        out.append(
+            f"| {r['startup']} | {r['model']} | {'cold' if r['cold'] else 'later'} | {r['outcome']} | "
+            f"{g(r.get('ready_s'), 0)} | {g(r.get('engine_s'), 0)} | {g(r.get('compile_s'), 1)} | "
+            f"{g(r.get('profile_run_s'), 1)} | {g(r.get('graph_capture_s'), 0)} | "
+            f"{'V2' if r.get('v2_runner') else 'V1'} | {g(r.get('weights_gib'))} | {g(r.get('torch_peak_gib'))} | "
+            f"{g(r.get('non_torch_gib'))} | {g(r.get('graph_estimate_gib'))} / {g(r.get('graph_capture_gib'))} | "
+            f"{g(r.get('available_kv_gib'))} | {r.get('kv_tokens', '—'):,} |"
+        )
+    skipped = [r["startup"] for r in facts if r.get("outcome") == "skipped"]
+    out += ["", f"Not run (skipped by the driver for time): {', '.join(skipped) or 'none'}.", ""]
+    return out
+
+
+def overhead_md(perr: list[dict], facts: list[dict]) -> list[str]:
+    by = {r["startup"]: r for r in facts}
+    out = ["## Where the planner's non-KV memory differs (GiB)", ""]
+    out += [
+        "| startup | family | non-KV pred / vLLM | non-torch pred / vLLM | activation+sampler pred / torch peak vLLM "
+        "| CUDA graphs pred / vLLM estimate (subtracted) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in perr:
+        pred = json.loads((HERE / "predictions" / f"plan_{r['startup']}.json").read_text())["overhead"]
+        f = by[r["startup"]]
+        act = max(pred["activation_bytes"], pred["sampler_bytes"]) / GIB
+        graphs = "none (V2 runner)" if f.get("v2_runner") else g(f.get("graph_estimate_gib"))
+        out.append(
+            f"| {r['startup']} | {r['family']} | {r['non_kv_pred_gib']} / {g(f.get('non_kv_gib'))} | "
+            f"{pred['non_torch_bytes'] / GIB:.2f} / {g(f.get('non_torch_gib'))} | {act:.2f} / "
+            f"{g(f.get('torch_peak_gib'))} | {pred['cudagraph_bytes'] / GIB:.2f} / {graphs} |"
+        )
+    out += [""]
+    return out
+
+
+def grid_md(data: Path, manifest: dict) -> list[str]:
+    out = ["## The Qwen3.6-27B grid (issue 11 item 4): what was measured per variant", ""]
+    out += [
+        "| variant | flags beyond the base | engine s (launch to stopped) | ready s | probe s (warm-up + G points) "
+        "| c8 / c32 / c64 output tok/s | c8 / c32 / c64 TTFT p99 ms | c8 / c32 / c64 TPOT p99 ms |",
+        "|---|---|---:|---:|---:|---|---|---|",
+    ]
+    base = set(manifest["plan"]["startups"][0]["flags"])
+    for s in manifest["plan"]["startups"]:
+        if not s["grid_variant"]:
+            continue
+        rec = manifest["startups"].get(s["id"], {})
+        if rec.get("outcome") != "ready":
+            out.append(f"| {s['id']} | `{' '.join(f for f in s['flags'] if f not in base)}` | not run | | | | | |")
+            continue
+        sums = {}
+        for p in ("G_c8", "G_c32", "G_c64"):
+            path = data / s["id"] / f"{p}.summary.json"
+            sums[p] = json.loads(path.read_text()) if path.exists() else {}
+        probe_s = sum(rec["points"].get(p, {}).get("wall_s", 0) for p in ("warmup", "G_c8", "G_c32", "G_c64"))
+        extra = " ".join(f for f in s["flags"] if f not in base) or "(defaults)"
+
+        def row(key, sums=sums):
+            return " / ".join(g(sums[p].get(key), 0) for p in ("G_c8", "G_c32", "G_c64"))
+
+        out.append(
+            f"| {s['id']} | `{extra}` | {g(rec.get('engine_s'), 0)} | {g(rec.get('ready_s'), 0)} | {probe_s:.0f} | "
+            f"{row('output_throughput')} | {row('ttft_ms_p99')} | {row('tpot_ms_p99')} |"
+        )
+    out += [""]
+    return out
+
+
+def results_md(facts: list[dict], perr: list[dict], srows: list[dict], data: Path, manifest: dict) -> str:
     out = ["# Device campaign 2026-12: first comparison (baseline, nothing fitted)", ""]
+    out += startups_md(facts)
     out += ["## The planner vs vLLM's startup lines", ""]
     out += [
         "| startup | family | split | flags | weights pred / vLLM GiB | available KV pred / vLLM GiB | err | "
@@ -273,33 +383,47 @@ def results_md(facts: list[dict], perr: list[dict], srows: list[dict]) -> str:
             f"{r['in_predicted_range']} |"
         )
     out += ["", f"KV tokens, all startups: {stats([r['kv_tokens_err_pct'] for r in perr])} (goal: 1%).", ""]
+    out += overhead_md(perr, facts)
+    out += grid_md(data, manifest)
     out += ["## The current simulator (default coefficients) replaying each measured point", ""]
     out += [
-        "| startup | point | split | kind | n | TTFT p50 real / sim ms | err | TTFT p99 err | TPOT p50 real / sim ms "
-        "| err | out tok/s real / sim | err |",
-        "|---|---|---|---|---:|---|---:|---:|---|---:|---|---:|",
+        "| startup | point | split | kind | n | prefix-cache hits | TTFT p50 real / sim ms | err | TTFT p99 err "
+        "| TPOT p50 real / sim ms | err | out tok/s real / sim | err |",
+        "|---|---|---|---|---:|---:|---|---:|---:|---|---:|---|---:|",
     ]
 
     def f0(x):
         return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
 
+    def cache(x):
+        return "off" if x is None else f"{100 * x:.0f}%"
+
     for r in srows:
         out.append(
             f"| {r['startup']} | {r['point']} | {r['role']} | {r['kind']} | {r['measured_requests']} | "
-            f"{f0(r['ttft_ms_p50_real'])} / {f0(r['ttft_ms_p50_sim'])} | {fmt(r['ttft_ms_p50_err_pct'])} | "
+            f"{cache(r['prefix_cache_hit_rate'])} | {f0(r['ttft_ms_p50_real'])} / {f0(r['ttft_ms_p50_sim'])} | "
+            f"{fmt(r['ttft_ms_p50_err_pct'])} | "
             f"{fmt(r['ttft_ms_p99_err_pct'])} | {f0(r['tpot_ms_p50_real'])} / {f0(r['tpot_ms_p50_sim'])} | "
             f"{fmt(r['tpot_ms_p50_err_pct'])} | {f0(r['output_throughput_real'])} / "
             f"{f0(r['output_throughput_sim'])} | {fmt(r['output_throughput_err_pct'])} |"
         )
-    held = [r for r in srows if r["role"] == "held_out"]
-    out += ["", "Held-out points only:", ""]
-    for key, label in (
-        ("ttft_ms_p50", "TTFT p50"),
-        ("ttft_ms_p99", "TTFT p99"),
-        ("tpot_ms_p50", "TPOT p50"),
-        ("output_throughput", "output throughput"),
-    ):
-        out.append(f"- {label}: {stats([r[f'{key}_err_pct'] for r in held])}")
+    groups = (
+        ("held-out points", [r for r in srows if r["role"] == "held_out"]),
+        (
+            "held-out points without prefix-cache hits",
+            [r for r in srows if r["role"] == "held_out" and not (r["prefix_cache_hit_rate"] or 0) > 0.05],
+        ),
+        ("fit points (not fitted yet: the default coefficients)", [r for r in srows if r["role"] == "fit"]),
+    )
+    for title, rows in groups:
+        out += ["", f"Summary, {title} ({len(rows)}):", ""]
+        for key, label in (
+            ("ttft_ms_p50", "TTFT p50"),
+            ("ttft_ms_p99", "TTFT p99"),
+            ("tpot_ms_p50", "TPOT p50"),
+            ("output_throughput", "output throughput"),
+        ):
+            out.append(f"- {label}: {stats([r[f'{key}_err_pct'] for r in rows])}")
     out.append("")
     return "\n".join(out)
 
@@ -318,7 +442,7 @@ def main() -> None:
     write_csv(out / "startups.csv", facts)
     write_csv(out / "planner_errors.csv", perr)
     write_csv(out / "sim_baseline.csv", srows)
-    (out / "RESULTS.md").write_text(results_md(facts, perr, srows))
+    (out / "RESULTS.md").write_text(results_md(facts, perr, srows, data, manifest))
     print((out / "RESULTS.md").read_text())
 
 
