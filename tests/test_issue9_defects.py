@@ -116,7 +116,7 @@ def test_calibrate_reads_what_bench_writes(tmp_path: Path) -> None:
     finally:
         stop(proc)
     fit = run("calibrate", str(point), "--model", "qwen3.6-27b", "--gpu", "H200", "--out", str(tmp_path / "p.json"),
-              "--iters", "4", "--", "--max-model-len", "4096", "--language-model-only", timeout=300)
+              "--iters", "4", timeout=300)
     assert fit.returncode == 0, fit.stdout + fit.stderr
     assert json.loads((tmp_path / "p.json").read_text())["gpu"] == "H200"
 

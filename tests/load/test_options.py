@@ -111,7 +111,8 @@ def test_estimate_takes_benchs_options_and_its_old_spellings() -> None:
     assert {**json.loads(new.stdout), "started_at": ""} == {**json.loads(old.stdout), "started_at": ""}
     assert "== qwen3.6-27b on simulated vLLM" in new.stderr and "ttft" in new.stderr
     for bad, says in (
-        (["--tp", "2", "--concurrency", "1"], "did you mean --tensor-parallel-size (-tp)?"),
+        (["--tp", "3", "--concurrency", "1"], "not divisible by tensor-parallel-size 3"),
+        (["--max-num-seq", "4", "--concurrency", "1"], "did you mean --max-num-seqs"),
         (["--concurrency", "0"], "--concurrency"),
         (["--concurrency", "1", "--input-tokens", "9000"], "maximum context length is 8192"),
     ):

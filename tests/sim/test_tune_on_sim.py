@@ -95,4 +95,4 @@ def test_estimates_prune_the_matrix_and_sim_time_is_reported(tmp_path: Path) -> 
     command = "\n".join(line for line in rec.splitlines() if not line.startswith("#"))  # the notes name what was dropped
     assert "vllm serve" in command and "--time-scale" not in command and "--gpu " not in command
     assert "--vllm-version" not in command
-    assert "--acceptance-rate" not in rec and "--tensor-parallel-size 2" in rec
+    assert "--acceptance-rate" not in command and "--tensor-parallel-size 2" in command

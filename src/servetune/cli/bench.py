@@ -65,10 +65,21 @@ def bench(
         None, "--csv", help="Write per-request rows as CSV (a sweep: one row per level)"
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    max_error_rate: float = typer.Option(
+        0.0, "--max-error-rate", help="Failed share of requests (0..1) above which bench exits 1; 0 for a benchmark."
+    ),
+    accept_warnings: bool = typer.Option(
+        False, "--accept-warnings", help="Exit 0 despite validity warnings (short answers, a saturated client...)."
+    ),
 ) -> None:
-    """Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity."""
+    """Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity.
+
+    Exit code 1 when more requests failed than --max-error-rate allows (default 0: any failed request fails a
+    benchmark) or when the run has validity warnings (unless --accept-warnings); 2 for bad options."""
     from servetune.load.options import LoadOptions, number_list
 
+    if not 0 <= max_error_rate <= 1:
+        raise ServetuneError(f"--max-error-rate {max_error_rate} is not a fraction", "give 0..1, e.g. 0.01 for 1%")
     if endpoint not in ("completions", "chat"):
         raise ServetuneError(f"unknown endpoint {endpoint!r}", "use --endpoint completions or --endpoint chat")
     options = LoadOptions.parse(
@@ -123,9 +134,31 @@ def bench(
         levels = number_list(sweep, "sweep")
         if not levels or any(v <= 0 for v in levels):
             raise ServetuneError(f"--sweep {sweep!r}: levels must be positive", "e.g. --sweep 1,2,4,8")
-        _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progress)
-        return
-    _single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress)
+        summaries = _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progress)
+    else:
+        summaries = [_single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress)]
+    _verdict(summaries, max_error_rate, accept_warnings)
+
+
+def _verdict(summaries: list[Summary], max_error_rate: float, accept_warnings: bool) -> None:
+    from servetune.metrics.validity import run_problems
+
+    problems = [
+        p
+        for s in summaries
+        for p in run_problems(
+            s.error_rate,
+            s.failed,
+            s.completed + s.failed,
+            s.validity,
+            max_error_rate=max_error_rate,
+            accept_warnings=accept_warnings,
+        )
+    ]
+    if problems:
+        for problem in dict.fromkeys(problems):
+            typer.secho(f"bench: {problem}", fg="red", err=True)
+        raise typer.Exit(1)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -155,7 +188,7 @@ def _single(
     jsonl_out: Path | None,
     csv_out: Path | None,
     progress: bool,
-) -> None:
+) -> Summary:
     from servetune.load.runner import run_load
     from servetune.metrics.export import write_jsonl, write_requests_csv
 
@@ -168,6 +201,7 @@ def _single(
         write_jsonl(result.records, jsonl_out)
     if csv_out:
         write_requests_csv(result.records, csv_out)
+    return result.summary
 
 
 def _sweep(
@@ -180,7 +214,7 @@ def _sweep(
     json_out: Path | None,
     csv_out: Path | None,
     progress: bool,
-) -> None:
+) -> list[Summary]:
     from servetune.load.sweep import run_sweep
     from servetune.metrics.export import summary_row, write_summary_csv
     from servetune.metrics.render import summary_lines
@@ -206,6 +240,9 @@ def _sweep(
         write_summary_csv(
             [summary_row(p.result.summary, level=p.level, kind=shape.kind) for p in result.points], csv_out
         )
+    # The level the sweep stopped at is saturated by definition (its failures are what stopped it): the verdict
+    # judges the levels before it.
+    return [p.result.summary for p in result.points if p.level != result.saturated_at]
 
 
 def mock_server(

@@ -126,3 +126,19 @@ def check_validity(records: Sequence[RequestRecord]) -> Validity:
         lateness_p99_ms=p99,
         lateness_max_ms=float(lateness.max()),
     )
+
+
+def run_problems(
+    error_rate: float, failed: int, measured: int, validity: Validity, *, max_error_rate: float, accept_warnings: bool
+) -> list[str]:
+    """Why a benchmark run must not pass (its exit code): more failed requests than allowed, or (unless the user
+    accepts them) validity warnings — a run that did not measure what was asked is not a result."""
+    problems = []
+    if error_rate > max_error_rate:
+        problems.append(
+            f"{failed} of {measured} requests failed ({100 * error_rate:.1f}%), more than --max-error-rate "
+            f"{100 * max_error_rate:g}% allows"
+        )
+    if validity.warnings and not accept_warnings:
+        problems.append(f"{len(validity.warnings)} validity warning(s) above (--accept-warnings to pass anyway)")
+    return problems
