@@ -74,7 +74,7 @@ def test_the_simulator_predicts_the_objective_of_each_variant() -> None:
     [
         ({"mode": "prune"}, None, "needs keep"),
         ({"mode": "order", "keep": 2}, None, "keep only applies"),
-        ({"mode": "order"}, {"probe": "prefix_reuse", "figure": "ttft_drop_pct"}, "cannot predict"),
+        ({"mode": "order"}, {"probe": "memory_headroom", "figure": "headroom_pct"}, "cannot predict"),
         ({"mode": "order", "calibration": "/no/such/profile.json"}, None, "does not exist"),
         ({"mode": "sometimes"}, None, "estimate.mode"),
     ],
@@ -163,9 +163,9 @@ def test_check_shows_the_estimated_order_and_what_prune_leaves_out() -> None:
     data["variants"]["matrix"]["changes"] = {k: changes[k] for k in ("R2-A2-no-mtp", "R2-A4-mtp4", "R2-B3-seqs-1")}
     exp = parse_experiment(yaml.safe_dump(data, allow_unicode=True))
     lines = plan_experiment(exp, feasibility=default_feasibility(exp), predictor=predictor(exp)).lines()
-    rows = [line.split()[0] for line in lines if line.startswith("  ")]
+    rows = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("  ·")]
     assert rows == ["R2-A0", "R2-A4-mtp4", "R2-B3-seqs-1", "R2-A2-no-mtp"], lines
-    assert "2 judged by estimate only" in lines[2], lines
+    assert "2 judged by estimate only" in lines[2] and lines[2].startswith("  · estimate:"), lines
     assert "estimate only: predicted decode_speed.output_tok_s" in lines[-2] + lines[-3]
 
 

@@ -143,7 +143,7 @@ class ExperimentPlan:
             if sp.base_from != "experiment":
                 head += f"; its base is the winner of stage {sp.base_from}"
             out.append(head)
-            out += [f"  {note}" for note in batch.notes]
+            out += [f"  · {note}" for note in batch.notes]
             for p in batch.planned:
                 change = ", ".join(f"{k}={v}" for k, v in p.variant.changes.items()) or "(baseline)"
                 mark = {"launch": "", "estimate_only": "estimate only: ", "infeasible": "skipped: "}[p.action]
