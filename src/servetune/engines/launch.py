@@ -23,6 +23,7 @@ from servetune.engines.failures import EngineLaunchError, FailureClass, FailureI
 from servetune.engines.readiness import probe
 from servetune.engines.registry import adapter_for
 from servetune.errors import ServetuneError
+from servetune.secrets import Redactor
 from servetune.process.group import ProcessGroup, TeardownReport
 from servetune.process.logfollow import LogFollower, read_text
 from servetune.process.ports import free_port
@@ -149,7 +150,7 @@ def _launch_once(
     log_path = log_path_for(cfg, log_dir, port)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env_txt = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    log_path.write_text(f"# servetune launch: {env_txt} {shlex.join(argv)}\n")
+    log_path.write_text(Redactor.of(cfg).text(f"# servetune launch: {env_txt} {shlex.join(argv)}\n"))
     header = log_path.stat().st_size
     t0 = time.monotonic()
     try:

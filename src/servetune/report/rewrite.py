@@ -19,7 +19,7 @@ def rewrite_reports(folder: Path) -> dict[str, Path]:
             f"{folder} holds no servetune results ({STORE_NAME} is missing)",
             "give the --out folder of a `servetune tune` run",
         )
-    store = Store(path)
+    store = Store(path, readonly=True)
     try:
         exp = Experiment.model_validate(store.meta("experiment"))
         records = store.records()
