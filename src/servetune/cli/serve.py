@@ -14,7 +14,8 @@ from servetune.errors import ServetuneError
 def _source(source: Path | None, engine: str | None, model: str | None, served: str | None, extra: list[str]):
     """A tuning folder / config file, or a config from the command line (`--engine E --model M -- flags`)."""
     from servetune.engines.config import EngineConfig
-    from servetune.operate.source import Evidence, Source, load_source
+    from servetune.operate.evidence import Evidence
+    from servetune.operate.source import Source, load_source
 
     if source is not None:
         if engine or model or extra:
@@ -108,8 +109,8 @@ def register(app: typer.Typer) -> None:
             given_source, extra = None, [str(source), *extra]
         src = _source(given_source, engine, model, served_model_name, extra)
         if switch is not None:
+            from servetune.operate.control import request_switch
             from servetune.operate.source import load_source
-            from servetune.operate.switch import request_switch
 
             new = load_source(switch).cfg
             result = request_switch(run_dir, new, timeout_s=(startup_timeout or 600.0) + drain + 120)
