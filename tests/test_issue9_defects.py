@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -271,7 +270,7 @@ def test_launch_stops_cleanly_on_sigint_even_when_started_with_sigint_ignored(tm
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "SERVETUNE_CACHE": str(REPO / ".servetune-cache")},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # what nohup / `cmd &` do
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - what nohup / `cmd &` do
     )
     try:
         assert proc.stdout is not None

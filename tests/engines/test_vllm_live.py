@@ -6,17 +6,16 @@ session ends, see conftest.py) and two launches that fail for real on purpose.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
-import asyncio
-
-from servetune.suite.check import check_server, passed
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.launch import launch
 from servetune.process.proctable import group_members, living
+from servetune.suite.check import check_server, passed
 
 pytestmark = pytest.mark.engine
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from servetune.engines.config import EngineConfig
+from servetune.engines.vllm import parse_vllm_log
 from servetune.hardware.catalog import GiB, get_gpu
 from servetune.plan.api import plan_for
-from servetune.engines.vllm import parse_vllm_log
 from servetune.plan.calibrate import (
     check_overhead,
     fit_overhead,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from servetune.engines.config import EngineConfig
+from servetune.engines.vocab import parse_argv
 from servetune.hardware.gpus import parse_gpu_arg
 from servetune.plan.api import plan_for
-from servetune.engines.vocab import parse_argv
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "plans"
 KEYS = ("feasible", "block_size", "num_blocks", "blocks_per_request", "log_lines", "serve_command", "reasons")

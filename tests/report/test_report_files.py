@@ -95,4 +95,4 @@ def test_reports_survive_an_experiment_where_nothing_finished(tmp_path: Path) ->
     assert ranking.winner is None and "no recommendation" in paths["recommendation"].read_text()
     html = paths["html"].read_text()
     assert "No recommendation" in html and "oom_at_startup" in html
-    assert list(csv.DictReader(paths["csv"].open()))[0]["status"] == "failed (oom_at_startup)"
+    assert next(csv.DictReader(paths["csv"].open()))["status"] == "failed (oom_at_startup)"

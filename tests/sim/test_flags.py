@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from servetune.errors import ServetuneError
 from servetune.engines.vocab import human_readable_int
+from servetune.errors import ServetuneError
 from servetune.sim.flags import parse_sim_args
 
 

@@ -4,14 +4,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from servetune.cli.engine import PASSTHROUGH
 from servetune.errors import ServetuneError
 
+if TYPE_CHECKING:  # the CLI imports its rooms lazily (fast --help); the types are for mypy
+    from servetune.engines.config import EngineConfig
+    from servetune.operate.evidence import Evidence
+    from servetune.operate.fallback import Fallback
+    from servetune.operate.source import Source
 
-def _source(source: Path | None, engine: str | None, model: str | None, served: str | None, extra: list[str]):
+
+def _source(source: Path | None, engine: str | None, model: str | None, served: str | None, extra: list[str]) -> Source:
     """A tuning folder / config file, or a config from the command line (`--engine E --model M -- flags`)."""
     from servetune.engines.config import EngineConfig
     from servetune.operate.evidence import Evidence
@@ -36,7 +43,9 @@ def _source(source: Path | None, engine: str | None, model: str | None, served: 
     return Source(cfg=resolve_model(cfg), evidence=Evidence(origin="command line"))
 
 
-def _fallback(path: Path | None, cfg, gpu: str | None, gpus: int | None, evidence):
+def _fallback(
+    path: Path | None, cfg: EngineConfig, gpu: str | None, gpus: int | None, evidence: Evidence
+) -> Fallback | None:
     from servetune.operate.fallback import given_fallback, plan_fallback
 
     if path is not None:

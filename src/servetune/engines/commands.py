@@ -314,7 +314,7 @@ def parse_command(text: str, *, version: str | None = None, allow_unknown: bool 
     while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
         key, _, value = words.pop(0).partition("=")
         env[key] = value
-    for prefix, engine in _LAUNCHERS:
+    for prefix, engine in _LAUNCHERS:  # noqa: B007 - `engine` is the one the loop breaks on
         if tuple(w.rsplit("/", 1)[-1] if i == 0 else w for i, w in enumerate(words[: len(prefix)])) == prefix:
             rest = words[len(prefix) :]
             break

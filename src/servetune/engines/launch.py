@@ -23,10 +23,10 @@ from servetune.engines.failures import EngineLaunchError, FailureClass, FailureI
 from servetune.engines.readiness import probe
 from servetune.engines.registry import adapter_for
 from servetune.errors import ServetuneError
-from servetune.secrets import Redactor
 from servetune.process.group import ProcessGroup, TeardownReport
 from servetune.process.logfollow import LogFollower, read_text
 from servetune.process.ports import free_port
+from servetune.secrets import Redactor
 
 POLL_S = 0.02
 """Readiness poll period: the mean delay from "ready" to "known" is about half of it plus one probe."""

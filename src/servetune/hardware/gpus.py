@@ -57,6 +57,7 @@ def local_gpu() -> tuple[GPUSpec, int]:
     if gpu is None:
         raise ServetuneError(
             f"local GPU {first.name!r} is not in the catalog",
-            f"describe it: --gpu 'custom:mem={first.total_bytes / 1024**3:.1f},bw=<GB/s>,tflops=<dense TFLOP/s>,cc=<x.y>'",
+            f"describe it: --gpu 'custom:mem={first.total_bytes / 1024**3:.1f},"
+            "bw=<GB/s>,tflops=<dense TFLOP/s>,cc=<x.y>'",
         )
     return gpu, sum(1 for d in devices if d.name == first.name)

@@ -18,6 +18,7 @@ import struct
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from servetune.mock.config import Fault, MockConfig
 
@@ -146,7 +147,11 @@ class _Stream:
         self.k = 0
         self.stalled = False
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{conn.server.stats.requests}"
-        self.head = f'{{"id":"{rid}","object":"{"chat.completion.chunk" if chat else "text_completion"}","created":{int(time.time())},"model":"{cfg.model}","choices":[{{"index":0,'
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        created = int(time.time())
+        self.head = (
+            f'{{"id":"{rid}","object":"{kind}","created":{created},"model":"{cfg.model}","choices":[{{"index":0,'
+        )
         self.normal = self._chunk(_TOKEN, None)
         self.thinking = self._chunk(_TOKEN, None, reasoning=True) if self.reasoning else b""
 
@@ -203,7 +208,7 @@ class _Stream:
             conn.server.schedule(self.t0 + self.k * self.itl, self._tick)
             return
         if self.usage:
-            usage = {
+            usage: dict[str, Any] = {
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.n,
                 "total_tokens": self.prompt_tokens + self.n,

@@ -126,7 +126,8 @@ def load_model_spec(
     arch = archs[0] if archs else ""
     if arch not in SUPPORTED_ARCHITECTURES:
         raise ServetuneError(
-            f"architecture {arch or '(none: config.json has no architectures field)'!r} is not supported by the planner",
+            f"architecture {arch or '(none: config.json has no architectures field)'!r} "
+            "is not supported by the planner",
             "supported: " + ", ".join(SUPPORTED_ARCHITECTURES),
         )
     nested = raw.get("text_config")
@@ -300,10 +301,7 @@ def _moe(f: _Fields, family: str, num_layers: int) -> tuple[MoEShape | None, lis
     experts = f.opt("num_local_experts") or f.opt("n_routed_experts") or f.opt("num_experts")
     if not experts:
         return None, [False] * num_layers
-    if family == "Mixtral":
-        inter = int(f.req("intermediate_size"))
-    else:
-        inter = int(f.req("moe_intermediate_size"))
+    inter = int(f.req("intermediate_size" if family == "Mixtral" else "moe_intermediate_size"))
     shared = int(f.opt("shared_expert_intermediate_size", 0))
     if f.opt("n_shared_experts"):
         shared = int(f.opt("n_shared_experts")) * inter

@@ -13,16 +13,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from servetune.engines.commands import docker_command, serve_command
 from servetune.engines.config import EngineConfig
+from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GiB, GPUSpec
 from servetune.model.hf_config import load_model_spec
 from servetune.model.spec import ModelSpec
 from servetune.plan import kvcache, memory, roofline
-from servetune.engines.commands import docker_command, serve_command
 from servetune.plan.defaults import batch_defaults
 from servetune.plan.fixes import Fix, find_fixes
-from servetune.engines.vocab import normalize_flags
 from servetune.plan.inputs import inputs_from_flags
 from servetune.plan.rules import check
 from servetune.plan.speeds import SpeedEstimate, speed_estimates
@@ -185,7 +185,8 @@ def plan_for(
     if source == "model" and weights > requested:
         reasons.append(
             f"weights need {weights / GiB:.2f} GiB per GPU but the budget is {requested / GiB:.2f} GiB "
-            f"({util} x {gpu.memory_bytes / GiB:.2f} GiB): {(weights - requested) / GiB:.2f} GiB short before any KV cache"
+            f"({util} x {gpu.memory_bytes / GiB:.2f} GiB): "
+            f"{(weights - requested) / GiB:.2f} GiB short before any KV cache"
         )
     if auto_len and avail > 0:
         fit = kvcache.estimate_max_model_len(lay, kvcache.fit_budget(lay, avail, beh), derived)

@@ -1,4 +1,5 @@
-"""`servetune plan-seeds` (also the first part of `servetune demo`): plans the seed systems and prints one summary table (or every plan in full)."""
+"""`servetune plan-seeds` (also the first part of `servetune demo`): plans the seed systems and prints one
+summary table (or every plan in full)."""
 
 from __future__ import annotations
 
@@ -56,5 +57,6 @@ def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
         )
     console.print(table)
     console.print(
-        "Full plans with flags: servetune plan-seeds --detail  (one system: servetune plan --model qwen3.6-27b --gpu ...)"
+        "Full plans with flags: servetune plan-seeds --detail  "
+        "(one system: servetune plan --model qwen3.6-27b --gpu ...)"
     )

@@ -9,8 +9,8 @@ from servetune.hardware.catalog import GiB
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from servetune.plan.api import Plan
     from servetune.engines.facts import EngineFacts
+    from servetune.plan.api import Plan
     from servetune.plan.calibrate import OverheadCheck
 
 
@@ -24,7 +24,8 @@ def render(plan: Plan, console: Console) -> None:
 
     verdict = "[bold green]FITS[/]" if plan.feasible else "[bold red]DOES NOT FIT[/]"
     console.print(
-        f"{verdict}  {plan.model_name} on {plan.num_gpus}x {plan.gpu}  (vLLM {plan.vllm_version}, TP {plan.tensor_parallel_size}"
+        f"{verdict}  {plan.model_name} on {plan.num_gpus}x {plan.gpu}  "
+        f"(vLLM {plan.vllm_version}, TP {plan.tensor_parallel_size}"
         f", PP {plan.pipeline_parallel_size}"
         + (f", DP {plan.data_parallel_size} (figures per replica)" if plan.data_parallel_size > 1 else "")
         + f", max_model_len {plan.max_model_len:,})"
@@ -158,7 +159,8 @@ def render_check(check: OverheadCheck, figures: EngineFacts, plan: Plan, match: 
     table.add_row("weights per GPU", num(check.weights_model_gib), num(check.weights_log_gib))
     table.add_row(
         "available KV (overhead model)",
-        f"{num(check.available_model_gib)} ({check.available_model_low_gib:.2f} .. {check.available_model_high_gib:.2f})",
+        f"{num(check.available_model_gib)} "
+        f"({check.available_model_low_gib:.2f} .. {check.available_model_high_gib:.2f})",
         num(check.available_log_gib),
     )
     table.add_row("non-KV, non-weight memory", num(check.non_kv_model_gib), num(check.non_kv_log_gib))

@@ -107,7 +107,7 @@ class ProcessGroup:
                 env=full_env,
                 cwd=cwd,
                 start_new_session=True,
-                preexec_fn=preexec,
+                preexec_fn=preexec,  # noqa: PLW1509 - only PR_SET_PDEATHSIG, async-signal-safe
             )
         group = cls(popen, log_path)
         reaper.register(group.pgid, group)

@@ -4,16 +4,16 @@ can be met and measured, an objective the suite produces.  Pure: returns issues,
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
+from servetune.engines.commands import parse_command
+from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec
 from servetune.metrics.slo import is_latency_slo, slo_problem
-from servetune.suite.spec import all_probes, named_objectives
-from servetune.tune.experiment import Change, Experiment
-from servetune.engines.commands import parse_command
-from servetune.engines.vocab import normalize_flags
 from servetune.plan.inputs import inputs_from_flags
+from servetune.suite.spec import all_probes, named_objectives
+from servetune.tune.experiment import Experiment
 from servetune.tune.issues import Issue, KeyPath
 from servetune.tune.variants import CLIENT_PREFIX
 
@@ -180,7 +180,7 @@ def _flag_issues(exp: Experiment) -> Iterator[Issue]:
 
 def _check_flags(
     engine: str,
-    flags: dict[str, object],
+    flags: Mapping[str, object],
     path: KeyPath,
     version: str | None,
     allow_unknown: bool,
@@ -197,7 +197,7 @@ def _check_flags(
             yield Issue(where, err.problem, err.fix or "see the engine's --help")
 
 
-def _check_client_dim(exp: Experiment, name: str, values: list[object], path: KeyPath) -> Iterator[Issue]:
+def _check_client_dim(exp: Experiment, name: str, values: Sequence[object], path: KeyPath) -> Iterator[Issue]:
     field = name.removeprefix(CLIENT_PREFIX)
     if field not in ClientSpec.model_fields:
         yield Issue(path, f"unknown client setting `{field}`", f"use one of {', '.join(ClientSpec.model_fields)}")

@@ -66,7 +66,7 @@ def judge(exp: Experiment, variants: list[Variant], predictions: dict[str, Predi
     spec, objective = exp.estimate, exp.resolved_objective()
     goal = objective.direction
     scores = {key: p.objective for key, p in predictions.items()}
-    launch, pruned = list(variants), []
+    launch, pruned = list(variants), list[Variant]()
     if spec.mode == "prune":
         launch, pruned = prune_by_estimate(variants, scores, goal, spec.keep or len(variants))
     sign = 1.0 if goal == "max" else -1.0

@@ -60,7 +60,8 @@ def plan_batch(
     """Decides every variant's fate: infeasible ones (the planner's reasons) are set aside, the simulator orders
     (or prunes) the rest when `estimate.mode` asks for it, and what is launched is grouped by launch."""
     verdicts: dict[str, list[str]] = {}
-    fit, infeasible = [], []
+    fit: list[Variant] = []
+    infeasible: list[Variant] = []
     for variant in batch:
         key = variant.launch_key()
         if key not in verdicts:
