@@ -66,10 +66,12 @@ def _roofline_issues(exp: Experiment) -> Iterator[Issue]:
     if not bounds or hardware is None or exp.engine.engine not in {"vllm", "sim"}:
         return
     from servetune.plan.api import plan_for
+    from servetune.plan.placement import place
     from servetune.tune.variants import base_config
 
     config = base_config(exp)
-    gpu, count = hardware
+    placed = place(hardware, config.flags)
+    gpu, count = placed.gpu, placed.gpus
     try:
         plan = plan_for(config, gpu, count, vllm_version=config.version)
     except ServetuneError:
