@@ -10,12 +10,16 @@ draining server, and is excluded too.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servetune.errors import ServetuneError
 from servetune.metrics.record import Phase
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Timeouts(BaseModel):
@@ -58,7 +62,7 @@ class LoadShape(BaseModel):
 
     @classmethod
     def closed(
-        cls, concurrency: int, *, requests: int | None = None, duration_s: float | None = None, **kw
+        cls, concurrency: int, *, requests: int | None = None, duration_s: float | None = None, **kw: Any
     ) -> LoadShape:
         return cls(kind="concurrency", concurrency=concurrency, requests=requests, duration_s=duration_s, **kw)
 
@@ -70,7 +74,7 @@ class LoadShape(BaseModel):
         arrival: Literal["poisson", "gamma", "constant"] = "poisson",
         requests: int | None = None,
         duration_s: float | None = None,
-        **kw,
+        **kw: Any,
     ) -> LoadShape:
         return cls(kind="rate", rate=rate, arrival=arrival, requests=requests, duration_s=duration_s, **kw)
 
@@ -80,7 +84,7 @@ class LoadShape(BaseModel):
             return self.model_copy(update={"concurrency": int(value)})
         return self.model_copy(update={"rate": float(value)})
 
-    def arrivals(self, n: int):
+    def arrivals(self, n: int) -> np.ndarray:
         """Send offsets in seconds of the first n open-loop arrivals (deterministic by seed), as a numpy array."""
         import numpy as np
 
@@ -129,3 +133,20 @@ class Phaser:
         if t - self.measure_end < self.s.cooldown_s:
             return "cooldown"
         return None
+
+
+def open_schedule(shape: LoadShape, phaser: Phaser) -> Iterator[tuple[int, float, Phase]]:
+    """The open-loop schedule: (conversation index, send offset in s, phase) until the phaser says stop. Computed
+    once from the seed by whoever drives the run (the in-process runner, or the coordinator that hands it out to
+    its workers), so the merged stream is exactly the requested arrival process."""
+    offsets = shape.arrivals(4096)
+    index = 0
+    while True:
+        if index >= len(offsets):
+            offsets = shape.arrivals(len(offsets) * 4)
+        t = float(offsets[index])
+        phase = phaser.next(t)
+        if phase is None:
+            return
+        yield index, t, phase
+        index += 1
