@@ -79,6 +79,9 @@ def bench(
         None, "--csv", help="Write per-request rows as CSV (a sweep: one row per level)"
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
+    workers: int | None = typer.Option(
+        None, help="Client processes sending the load (1: in process; default: one per 32 streams, up to CPUs - 1)"
+    ),
 ) -> None:
     """Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity."""
     from servetune.load.shape import LoadShape, Timeouts
@@ -137,6 +140,7 @@ def bench(
         tokenizer=tokenizer,
         slos=slos,
         percentiles=tuple(_floats(percentiles, "percentile")),
+        workers=workers,
     )
     if sweep:
         _sweep(url, model, workload, shape, _floats(sweep, "sweep"), kwargs, json_out, csv_out, progress)
@@ -145,13 +149,9 @@ def bench(
 
 
 def _run(coro):
-    import asyncio
+    from servetune.load.runner import run_sync
 
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+    return run_sync(coro)
 
 
 def _print_summary(summary, title: str) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
-import gc
 import os
 import tempfile
 import time
@@ -24,7 +24,7 @@ from servetune.errors import ServetuneError
 from servetune.load.client import Client, Watchdog
 from servetune.load.coordinator import Coordinator, Supply
 from servetune.load.http1 import Pool
-from servetune.load.monitor import LoopMonitor, client_process, usable_cores
+from servetune.load.monitor import LoopMonitor, client_process, usable_cores, young_collections_only
 from servetune.load.prompts import Conversation, RequestFactory
 from servetune.load.shape import LoadShape, Phaser, open_schedule
 from servetune.load.tokens import LocalTokenizer, make_counter
@@ -197,34 +197,35 @@ async def run_load(
         await counter.aclose()
     monitor = LoopMonitor()
     watch = asyncio.ensure_future(monitor.run())
-    gc.freeze()  # the prompts and everything built so far live for the run: keep the collector off them
     try:
-        if n_workers == 1:
-            client = Client(
-                Pool(base_url, shape.timeouts.connect_s),
-                model,
-                endpoint,
-                stream,
-                api_key,
-                extra_body,
-                workload.output_control,
-                local.count_one if local is not None else None,
-                keep_text,
-                Watchdog(shape.timeouts),
-            )
-            records, samples, lost, t0, started_at = await _in_process(
-                client, supply, shape, on_record, progress, connections, base_url
-            )
-        else:
-            setup = WorkerSetup(
-                base_url, model, endpoint, stream, api_key, extra_body, workload.output_control,
-                local.name if local is not None else None, keep_text, shape.timeouts, -(-connections // n_workers),
-            )  # fmt: skip
-            records, samples, lost, t0, started_at = await _spread(setup, n_workers, supply, shape, on_record, progress)
-        wall_s = (_now() - t0) / 1e9
+        with young_collections_only():
+            if n_workers == 1:
+                client = Client(
+                    Pool(base_url, shape.timeouts.connect_s),
+                    model,
+                    endpoint,
+                    stream,
+                    api_key,
+                    extra_body,
+                    workload.output_control,
+                    local.count_one if local is not None else None,
+                    keep_text,
+                    Watchdog(shape.timeouts),
+                )
+                records, samples, lost, t0, started_at = await _in_process(
+                    client, supply, shape, on_record, progress, connections, base_url
+                )
+            else:
+                setup = WorkerSetup(
+                    base_url, model, endpoint, stream, api_key, extra_body, workload.output_control,
+                    local.name if local is not None else None, keep_text, shape.timeouts, -(-connections // n_workers),
+                )  # fmt: skip
+                records, samples, lost, t0, started_at = await _spread(
+                    setup, n_workers, supply, shape, on_record, progress
+                )
+            wall_s = (_now() - t0) / 1e9
     finally:
         watch.cancel()
-        gc.unfreeze()
     samples.insert(0, ("client" if n_workers == 1 else "coordinator", os.getpid(), monitor.samples()))
     records.sort(key=lambda r: (r.sent_ns, r.index, r.turn))
     report = _client_report(shape, n_workers, records, samples, lost)
@@ -284,8 +285,8 @@ async def _spread(
         links: list[WorkerLink] = []
         try:
             links.extend(await asyncio.gather(*(LocalWorker.start(i, Path(logs)) for i in range(n))))
-            for link in links:
-                link.send("setup", setup)
+            for i, link in enumerate(links):
+                link.send("setup", dataclasses.replace(setup, index=i))
             await asyncio.gather(*(_ready(link) for link in links))
             coordinator = Coordinator(links, supply, shape, on_record)
             started_at = dt.datetime.now(dt.UTC).isoformat()

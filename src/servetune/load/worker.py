@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import socket
 import sys
@@ -27,7 +26,7 @@ from typing import Literal
 from servetune.errors import ServetuneError
 from servetune.load.client import Client, Watchdog
 from servetune.load.http1 import Pool
-from servetune.load.monitor import LoopMonitor
+from servetune.load.monitor import LoopMonitor, young_collections_only
 from servetune.load.prompts import Conversation
 from servetune.load.shape import Timeouts
 from servetune.load.transport import frame, read_frame, serve_frames
@@ -52,6 +51,7 @@ class WorkerSetup:
     keep_text: bool
     timeouts: Timeouts
     connections: int  # opened before the clock starts
+    index: int = 0  # this worker's number, stamped on its records
 
 
 GoItem = tuple[Conversation, Phase, int, int]
@@ -107,6 +107,7 @@ class _Worker:
         self._flush_soon()
 
     def _emit(self, rec: RequestRecord) -> None:
+        rec.worker = self.setup.index
         self.out.append(rec)
         self._flush_soon()
 
@@ -142,39 +143,44 @@ async def serve(fd: int) -> None:
     reader, writer = await serve_frames(socket.socket(fileno=fd))
     monitor = LoopMonitor()
     background = [asyncio.ensure_future(monitor.run()), asyncio.ensure_future(_beat(writer))]
-    worker: _Worker | None = None
     try:
-        while True:
-            try:
-                message = await read_frame(reader)
-            except (asyncio.IncompleteReadError, ConnectionError):
-                return  # the coordinator is gone: nothing to report to
-            kind = message[0]
-            if kind == "setup":
-                try:
-                    worker = _Worker(message[1], writer)
-                    await worker.open()
-                except ServetuneError as err:
-                    writer.write(frame("failed", err.problem, err.fix))
-                    return
-                except (TimeoutError, OSError) as err:
-                    writer.write(frame("failed", f"cannot connect to {message[1].base_url}: {err}", None))
-                    return
-                gc.freeze()  # what exists now lives for the run: keep the collector off it
-                writer.write(frame("ready", os.getpid()))
-            elif kind == "go" and worker is not None:
-                worker.go(message[1])
-            elif kind == "stop":
-                if worker is not None:
-                    await worker.stop()
-                writer.write(frame("bye", monitor.samples()))
-                return
+        with young_collections_only():
+            await _serve(reader, writer, monitor)
     finally:
         for task in background:
             task.cancel()
         with contextlib.suppress(ConnectionError, RuntimeError):
             await writer.drain()
         writer.close()
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, monitor: LoopMonitor) -> None:
+    """The message loop: set up, then hand out conversations until told to stop."""
+    worker: _Worker | None = None
+    while True:
+        try:
+            message = await read_frame(reader)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return  # the coordinator is gone: nothing to report to
+        kind = message[0]
+        if kind == "setup":
+            try:
+                worker = _Worker(message[1], writer)
+                await worker.open()
+            except ServetuneError as err:
+                writer.write(frame("failed", err.problem, err.fix))
+                return
+            except (TimeoutError, OSError) as err:
+                writer.write(frame("failed", f"cannot connect to {message[1].base_url}: {err}", None))
+                return
+            writer.write(frame("ready", os.getpid()))
+        elif kind == "go" and worker is not None:
+            worker.go(message[1])
+        elif kind == "stop":
+            if worker is not None:
+                await worker.stop()
+            writer.write(frame("bye", monitor.samples()))
+            return
 
 
 def main() -> None:

@@ -73,6 +73,7 @@ class RequestRecord(BaseModel):
     reasoning_tokens: int = 0
     reasoning_chunks: int = 0
     output_text: str | None = None
+    worker: int = 0  # the client worker process that sent it (0 when the load ran in one process)
 
     @property
     def ok(self) -> bool:
