@@ -181,3 +181,48 @@ def test_over_saturation_in_open_loop_is_flagged_with_its_evidence() -> None:
     steady = check_validity(_fifo(arrivals, 0.004), report)  # 250 req/s of capacity: a steady state
     assert steady.queue is not None and not steady.queue.over_saturated
     assert not any("over-saturated" in w for w in steady.warnings)
+
+
+def test_sigterm_stops_a_bench_under_load_and_its_workers() -> None:
+    """A SIGTERM handler that raises lands in a protocol callback under load, where uvloop swallows it; the run is
+    cancelled through the loop instead, and the workers go with it."""
+    import subprocess
+    import sys
+
+    mock = subprocess.Popen(
+        [sys.executable, "-m", "servetune", "mock-server", "--port", "0", "--itl-ms", "5"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        port = int((mock.stderr.readline() if mock.stderr else "").split("127.0.0.1:")[1].split()[0])
+        argv = [sys.executable, "-m", "servetune", "bench", "--url", f"http://127.0.0.1:{port}", "--model", "mock"]
+        bench = subprocess.Popen(
+            [
+                *argv,
+                "--concurrency",
+                "32",
+                "--duration",
+                "30",
+                "--tokenizer",
+                "words",
+                "--no-progress",
+                "--workers",
+                "2",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while len(psutil.Process(bench.pid).children()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)  # streaming
+        workers = psutil.Process(bench.pid).children()
+        bench.send_signal(signal.SIGTERM)
+        assert bench.wait(timeout=15) == 130
+        gone, alive = psutil.wait_procs(workers, timeout=5)
+        assert len(gone) == 2 and not alive
+    finally:
+        os.killpg(mock.pid, signal.SIGKILL)
+        mock.wait()

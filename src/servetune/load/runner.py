@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
@@ -375,18 +376,40 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
     The result comes back through a box, not as the main task's result: asyncio's runner formats that result
     with `repr` when it finishes, and the repr of a run's thousands of records costs as much CPU as receiving
-    them did."""
+    them did. SIGTERM cancels the run like Ctrl-C does, through the loop (a handler that raises
+    KeyboardInterrupt lands in whatever callback runs, and uvloop swallows it there: the run went on), then
+    surfaces as KeyboardInterrupt."""
     box: list[T] = []
+    terminated: list[bool] = []
 
     async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def terminate() -> None:
+            terminated.append(True)
+            task.cancel()
+
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # main thread, POSIX only
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
         box.append(await coro)
 
+    previous = signal.getsignal(signal.SIGTERM)
     try:
         import uvloop
     except ImportError:
-        asyncio.run(main())
+        runner: Callable[[Coroutine[Any, Any, None]], None] = asyncio.run
     else:
-        uvloop.run(main())
+        runner = uvloop.run
+    try:
+        runner(main())
+    except asyncio.CancelledError:
+        if terminated:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, previous)
     return box[0]
 
 

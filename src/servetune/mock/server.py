@@ -6,7 +6,9 @@ request. Tokens are words: the prompt's token count is its number of whitespace-
 its `/tokenize` answers), and every output token is the text " tok".
 
 Endpoints: POST /v1/completions, /v1/chat/completions (stream or not), /tokenize; GET /v1/models, /health,
-/metrics (vLLM's metric names, so the Prometheus reader can be tested against it).
+/metrics (vLLM's metric names, so the Prometheus reader can be tested against it); GET /mock/ttft, the server's
+own TTFT of every streamed request (request received → first chunk written, the truth a client's TTFT is
+compared with; DELETE clears it).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class _Stats:
         self.prefix_hits = 0
         self.requests = 0
         self._blocks: set[int] = set()
+        self.ttft_ms: list[float] = []  # the server's own TTFT of each streamed request: arrival → first chunk written
 
     def count_prefix(self, words: list[str]) -> None:
         """vLLM-style block hashing: a block hits when the same block, after the same prefix, was seen."""
@@ -141,6 +144,7 @@ class _Stream:
         self.usage = bool(opts.get("include_usage")) and not (fault is not None and fault.kind == "drop_usage")
         self.prompt_tokens = _count_words(body)
         self.reasoning = min(cfg.reasoning_tokens, self.n) if chat else 0
+        self.arrival = arrival
         self.t0 = arrival + cfg.ttft_ms / 1e3
         self.itl = cfg.itl_ms / 1e3
         self.k = 0
@@ -188,6 +192,8 @@ class _Stream:
             if kind == "reset":
                 conn.reset()
                 return conn.finish_response("abort")
+        if k == 0:
+            conn.server.stats.ttft_ms.append(1e3 * (conn.server.loop.time() - self.arrival))
         if k == 0 and self.chat:
             conn.transport.write(self._chunk("", None, role=True))
         last = k == self.n - 1
@@ -347,6 +353,11 @@ class MockServer:
                     {"id": cfg.model, "object": "model", "owned_by": "servetune", "max_model_len": cfg.max_model_len}
                 ],
             }
+            return conn.send(_response(200, json.dumps(data).encode()))
+        if path == "/mock/ttft":  # what a client's TTFT is compared with (GET reads, DELETE clears)
+            data = {"ttft_ms": self.stats.ttft_ms}
+            if method == "DELETE":
+                self.stats.ttft_ms = []
             return conn.send(_response(200, json.dumps(data).encode()))
         if method == "GET" and path == "/metrics":
             return conn.send(_response(200, self.stats.render(cfg.model), b"text/plain; version=0.0.4"))
