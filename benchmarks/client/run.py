@@ -219,6 +219,7 @@ def run_client(argv: list[str], mock: Mock, work: Path, tag: str, cpus: str, tim
                 cwd=work,
                 env=env,
                 timeout=timeout_s,
+                check=False,
             ).returncode
         except subprocess.TimeoutExpired:
             rc = -9
