@@ -17,7 +17,7 @@ answers, 64-token prompts. Sections (`--only NAME`, repeatable):
 - poisson: a requested Poisson rate of 50 req/s for 30 s: the delivered rate against the requested schedule
   (goal within 1 %), a Kolmogorov–Smirnov test of the sent gaps, and the p99 TTFT error (goal ≤ 5 ms).
 - burst: the burst ceiling, req/s at concurrency 256 with 128-token streams (goal ≥ 1,300 req/s).
-- steady: concurrency 1024 for 20 s: request throughput per second after the warm-up (steady: every window within
+- steady: concurrency 1024 for 20 s: streamed tokens per second after the warm-up (steady: every window within
   10 % of their mean), with the validity verdict (a client that cannot keep up must say so).
 - profile: py-spy (`pip install py-spy`) samples servetune at c256 / 5 ms; collapsed stacks go to profiles/.
 
@@ -401,23 +401,24 @@ def burst(work: Path, args: argparse.Namespace) -> dict:
 
 
 def steady(work: Path, args: argparse.Namespace) -> dict:
-    """c1024 for 20 s: completions per 1-s window after the warm-up, and the validity verdict."""
+    """c1024 for 20 s: streamed tokens per 1-s window (requests of one length finish in waves, tokens flow
+    evenly), steady when every inner window is within 10 % of their mean; and the validity verdict."""
     with Mock(18841, 50, 10, cheap=True) as mock:
         p = servetune_point(mock, work, "steady", 1024, 8 if args.quick else 20, args)
     s = p["summary"]
     if s is None:
         return {"error": p["run"]["log_tail"][-400:]}
-    done = sorted(r["done_ns"] / 1e9 for r in p["records"] if not r["error_class"])
-    t0 = done[0]
-    windows = [0] * (int(done[-1] - t0) + 1)
-    for t in done:
+    stamps = sorted(t / 1e9 for r in p["records"] if not r["error_class"] for t in r["chunk_ns"])
+    t0 = stamps[0]
+    windows = [0] * (int(stamps[-1] - t0) + 1)
+    for t in stamps:
         windows[int(t - t0)] += 1
-    inner = windows[2:-1] or windows  # the first seconds ramp up, the last is partial
+    inner = windows[1:-1] or windows  # the first second ramps up, the last is partial
     mean = statistics.mean(inner)
     return {
         "request_s": s["request_throughput"],
         "output_tok_s": s["output_throughput"],
-        "per_second": windows,
+        "tokens_per_second": windows,
         "steady": all(abs(w - mean) <= 0.1 * mean for w in inner),
         "ttft_p50_ms": s["ttft_ms"]["p50"],
         "itl_p50_ms": s["itl_ms"]["p50"],
