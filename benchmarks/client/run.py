@@ -49,7 +49,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PY = Path(os.environ.get("BENCH_PYTHON", sys.executable))
 PEERS = Path(os.environ.get("BENCH_PEERS", ROOT / ".venv-peers"))
-TOKENIZER_DIR = Path(os.environ.get("BENCH_TOKENIZER_DIR", ROOT.parent / "shared" / "models" / "qwen3-32b"))
+TOKENIZER_DIR = Path(
+    os.environ.get("BENCH_TOKENIZER_DIR")
+    or next(
+        (p / "shared/models/qwen3-32b" for p in (ROOT, *ROOT.parents) if (p / "shared/models/qwen3-32b").is_dir()),
+        ROOT / "shared/models/qwen3-32b",
+    )
+)  # the peers need a real tokenizer: the shared/ folder beside (or above) the repository
 SERVER_CPU = "0"
 INPUT_TOKENS, OUTPUT_TOKENS = 64, 128
 CONCURRENCY = 256
