@@ -19,6 +19,8 @@ answers, 64-token prompts. Sections (`--only NAME`, repeatable):
 - burst: the burst ceiling, req/s at concurrency 256 with 128-token streams (goal ≥ 1,300 req/s).
 - steady: concurrency 1024 for 20 s: streamed tokens per second after the warm-up (steady: every window within
   10 % of their mean), with the validity verdict (a client that cannot keep up must say so).
+- scaling: servetune alone at c1024 (burst, paced 2 ms) with 1, 2, 4, ... worker processes on `--client-cpus`,
+  against one mock server per `--server-cpus` CPU sharing the port (run it on a machine with many cores).
 - profile: py-spy (`pip install py-spy`) samples servetune at c256 / 5 ms; collapsed stacks go to profiles/.
 
 Peers live in $BENCH_PEERS/<tool> (default `.venv-peers/` of the repository; `setup-peers.sh` makes them);
@@ -72,20 +74,38 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-class Mock:
-    """The mock server as its own process (group) on CPU 0."""
+def cpu_list(spec: str) -> list[str]:
+    """`0-2,5` → ["0", "1", "2", "5"] (a taskset list, one CPU each)."""
+    out: list[str] = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(str(c) for c in range(int(lo), int(hi or lo) + 1))
+    return out
 
-    def __init__(self, port: int, ttft_ms: float, itl_ms: float, *, cheap: bool) -> None:
+
+class Mock:
+    """The mock server as its own process group, one per server CPU (sharing the port: SO_REUSEPORT)."""
+
+    def __init__(self, port: int, ttft_ms: float, itl_ms: float, *, cheap: bool, cpus: str = SERVER_CPU) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
+        each = cpu_list(cpus)
         args = ["--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms), *(["--uvloop", "--coarse"] if cheap else [])]
-        cmd = ["taskset", "-c", SERVER_CPU, str(PY), "-m", "servetune", "mock-server", "--port", str(port), *args]
-        self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, start_new_session=True
-        )
+        args += ["--reuse-port"] if len(each) > 1 else []
+        self.procs = [
+            subprocess.Popen(
+                ["taskset", "-c", cpu, str(PY), "-m", "servetune", "mock-server", "--port", str(port), *args],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=ROOT,
+                start_new_session=True,
+            )
+            for cpu in each
+        ]
         for _ in range(200):
             try:
                 urllib.request.urlopen(self.url + "/health", timeout=1).read()
+                time.sleep(0.3 if len(each) > 1 else 0)  # the others bind alongside
                 return
             except OSError:
                 time.sleep(0.1)
@@ -93,27 +113,33 @@ class Mock:
         raise RuntimeError("mock server did not start")
 
     def tokens(self) -> float:
+        """Tokens streamed so far (one server process: the counters of several are not summed)."""
         text = urllib.request.urlopen(self.url + "/metrics", timeout=5).read().decode()
         return next(
             float(line.split()[-1]) for line in text.splitlines() if line.startswith("vllm:generation_tokens_total")
         )
 
     def server_ttft_ms(self, clear: bool = False) -> list[float]:
-        """The server's own TTFT of every streamed request since the last clear."""
+        """The server's own TTFT of every streamed request since the last clear (one server process)."""
         req = urllib.request.Request(self.url + "/mock/ttft", method="DELETE" if clear else "GET")
         return json.loads(urllib.request.urlopen(req, timeout=5).read())["ttft_ms"]
 
     def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for proc in self.procs:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
 
     def stop(self) -> None:
-        os.killpg(self.proc.pid, 15)
-        try:
-            self.proc.wait(3)
-        except subprocess.TimeoutExpired:  # under uvloop a SIGTERM can land in a callback and be swallowed
-            os.killpg(self.proc.pid, 9)
-            self.proc.wait(10)
+        for proc in self.procs:
+            os.killpg(proc.pid, 15)
+        for proc in self.procs:
+            try:
+                proc.wait(3)
+            except subprocess.TimeoutExpired:  # under uvloop a SIGTERM can land in a callback and be swallowed
+                os.killpg(proc.pid, 9)
+                proc.wait(10)
 
     def __enter__(self) -> Mock:
         return self
@@ -143,14 +169,17 @@ def _(**kw):
 """
 
 
-def servetune_argv(url: str, concurrency: int, work: Path, tag: str, *bound: str, workers: int = 1) -> list[str]:
-    """`servetune bench` with per-request records (JSONL) and the summary (JSON) in `work`."""
+def servetune_argv(
+    url: str, concurrency: int, work: Path, tag: str, *bound: str, workers: int = 1, jsonl: bool = True
+) -> list[str]:
+    """`servetune bench` with the summary (JSON) and, unless told otherwise, per-request records (JSONL) in `work`
+    (the cost runs write none: no peer writes its records, and servetune does not by default either)."""
     return [
         *[str(PY), "-m", "servetune", "bench", "--url", url, "--model", "mock", "--concurrency", str(concurrency)],
         *bound,
         *["--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS), "--tokenizer", "words"],
         *["--no-progress", "--workers", str(workers), "--json", str(work / f"{tag}.json")],
-        *["--jsonl", str(work / f"{tag}.jsonl")],
+        *(["--jsonl", str(work / f"{tag}.jsonl")] if jsonl else []),
     ]
 
 
@@ -158,7 +187,9 @@ def tool_argv(name: str, url: str, size: int, work: Path, workers: int) -> list[
     """The command for one run of `name` of `size` requests (Locust: seconds) at `CONCURRENCY`."""
     tok, conc = str(TOKENIZER_DIR), str(CONCURRENCY)
     if name == "servetune":
-        return servetune_argv(url, CONCURRENCY, work, f"cost-{size}", "--requests", str(size), workers=workers)
+        return servetune_argv(
+            url, CONCURRENCY, work, f"cost-{size}", "--requests", str(size), workers=workers, jsonl=False
+        )
     if name == "vllm bench serve":
         return [
             *[str(PY), str(HERE / "vllm_bench.py"), "--backend", "openai", "--base-url", url, "--model", "mock"],
@@ -303,11 +334,13 @@ def pct(values: list[float], q: float) -> float:
     return v[min(len(v) - 1, max(0, math.ceil(q / 100 * len(v)) - 1))]
 
 
-def servetune_point(mock: Mock, work: Path, tag: str, conc: int, seconds: float, args: argparse.Namespace) -> dict:
+def servetune_point(
+    mock: Mock, work: Path, tag: str, conc: int, seconds: float, args: argparse.Namespace, workers: int | None = None
+) -> dict:
     """One servetune run (CLI, pinned) with its summary, records, and the server's own TTFTs of the same run."""
     mock.server_ttft_ms(clear=True)
     argv = servetune_argv(
-        mock.url, conc, work, tag, "--duration", str(seconds), "--warmup-s", "1", workers=args.workers
+        mock.url, conc, work, tag, "--duration", str(seconds), "--warmup-s", "1", workers=workers or args.workers
     )
     run = run_client(argv, mock, work, tag, args.client_cpus, timeout_s=seconds + 300)
     out = work / f"{tag}.json"
@@ -433,6 +466,34 @@ def steady(work: Path, args: argparse.Namespace) -> dict:
     }
 
 
+def scaling(work: Path, args: argparse.Namespace) -> dict:
+    """servetune alone at c1024, burst and paced 2 ms, with 1, 2, 4, ... workers on the client CPUs, against one
+    mock server per server CPU: what worker processes buy where one process is the limit."""
+    n = len(cpu_list(args.client_cpus))
+    out: dict = {}
+    for regime in ("burst", "paced 2 ms"):
+        ttft, itl = REGIMES[regime]
+        with Mock(18861, ttft, itl, cheap=True, cpus=args.server_cpus) as mock:
+            for w in [w for w in (1, 2, 4, 8, 16, 32, 64) if w <= n] or [1]:
+                log(f"scaling: {regime}, {w} worker(s)")
+                p = servetune_point(mock, work, f"scale-{w}", 1024, 4 if args.quick else 10, args, workers=w)
+                s = p["summary"]
+                out[f"{regime}, {w} workers"] = (
+                    {"error": p["run"]["log_tail"][-300:]}
+                    if s is None
+                    else {
+                        "request_s": s["request_throughput"],
+                        "output_tok_s": s["output_throughput"],
+                        "client_cpu_pct": 100 * p["run"]["cpu_s"] / p["run"]["wall_s"],
+                        "client_limited": s["validity"]["client_limited"],
+                        "ttft_p50_ms": s["ttft_ms"]["p50"],
+                        "itl_p50_ms": s["itl_ms"]["p50"],
+                    }
+                )
+                log(f"   {out[f'{regime}, {w} workers']}")
+    return out
+
+
 def profile(work: Path, args: argparse.Namespace) -> dict:
     """py-spy samples (native frames included) of servetune at c256 / 5 ms → profiles/*.collapsed.gz."""
     spy = shutil.which("py-spy") or os.environ.get("PY_SPY")
@@ -501,7 +562,10 @@ def write_markdown(data: dict) -> None:
                 f"{r['ttft_error_ms']:+.3f} ({goal}) | {r['itl_p50_ms']:.2f} | {r['output_tok_s']:,.0f} | "
                 f"{'yes' if r['valid'] else 'no: ' + '; '.join(w[:80] for w in r['warnings'])} |"
             )
-    for key, title in (("poisson", "Poisson 50 req/s"), ("burst", "Burst ceiling, c256"), ("steady", "Steady, c1024")):
+    for key, title in (
+        ("poisson", "Poisson 50 req/s"), ("burst", "Burst ceiling, c256"), ("steady", "Steady, c1024"),
+        ("scaling", "Worker processes, c1024"), ("profile", "Profile"),
+    ):  # fmt: skip
         if data.get(key):
             lines += ["", f"## {title}", "", "```json", json.dumps(data[key], indent=1)[:3000], "```"]
     (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n" + (HERE / "NOTES.md").read_text())
@@ -516,6 +580,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="repetitions of the cost section")
     parser.add_argument("--tools", nargs="+", default=TOOLS, choices=TOOLS, metavar="TOOL")
     parser.add_argument("--client-cpus", default="1", help="CPUs for servetune (taskset list); peers get the first")
+    parser.add_argument("--server-cpus", default=SERVER_CPU, help="CPUs for the mock servers of the scaling section")
     parser.add_argument("--workers", type=int, default=None, help="servetune worker processes (default: one per CPU)")
     parser.add_argument("--shared", default="", help="say the machine was shared (written into RESULTS.md)")
     parser.add_argument("--report-only", action="store_true", help="regenerate RESULTS.md from results.json")
@@ -547,14 +612,16 @@ def main() -> None:
                     log(f"cost run {i + 1}/{args.runs}: {regime}")
                     run[regime] = cost_regime(ttft, itl, 18601 + 10 * i + k, work, args)
                 data["cost_runs"].append(run)
-        for name, fn in (("accuracy", accuracy), ("poisson", poisson), ("burst", burst), ("steady", steady)):
+        for name, fn in (
+            ("accuracy", accuracy), ("poisson", poisson), ("burst", burst), ("steady", steady), ("scaling", scaling),
+        ):  # fmt: skip
             if name in parts:
                 log(name)
                 data[name] = fn(work, args)
                 log(f"   {json.dumps(data[name])[:400]}")
         if "profile" in parts:
             data["profile"] = profile(work, args)
-    for key in ("cost_runs", "accuracy", "poisson", "burst", "steady", "profile"):
+    for key in ("cost_runs", "accuracy", "poisson", "burst", "steady", "scaling", "profile"):
         if key not in data and key in previous:
             data[key] = previous[key]
     data["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -416,10 +416,10 @@ class MockServer:
         conn.transport.write(_response(200, json.dumps(data).encode()))
         conn.finish_response(stream.finish)
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+    async def start(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> int:
         """Starts listening; returns the bound port (port 0 picks a free one)."""
         self._server = await self.loop.create_server(
-            lambda: _Connection(self), host, port, backlog=4096, reuse_address=True
+            lambda: _Connection(self), host, port, backlog=4096, reuse_address=True, reuse_port=reuse_port
         )
         return self._server.sockets[0].getsockname()[1]
 
@@ -429,10 +429,12 @@ class MockServer:
             await self._server.wait_closed()
 
 
-async def serve_forever(config: MockConfig, host: str, port: int, ready: Callable[[int], None] | None = None) -> None:
+async def serve_forever(
+    config: MockConfig, host: str, port: int, ready: Callable[[int], None] | None = None, reuse_port: bool = False
+) -> None:
     """Runs the mock server until cancelled; `ready(port)` is called once it listens."""
     server = MockServer(config)
-    bound = await server.start(host, port)
+    bound = await server.start(host, port, reuse_port)
     if ready is not None:
         ready(bound)
     try:
