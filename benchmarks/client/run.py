@@ -173,7 +173,8 @@ def servetune_argv(
     url: str, concurrency: int, work: Path, tag: str, *bound: str, workers: int = 1, jsonl: bool = True
 ) -> list[str]:
     """`servetune bench` with the summary (JSON) and, unless told otherwise, per-request records (JSONL) in `work`
-    (the cost runs write none: no peer writes its records, and servetune does not by default either)."""
+    (the cost runs write none: no peer writes its records, and servetune does not by default either). Prompts are
+    counted in the mock's words: exact for the mock (its /tokenize counts words too) and free of /tokenize calls."""
     return [
         *[str(PY), "-m", "servetune", "bench", "--url", url, "--model", "mock", "--concurrency", str(concurrency)],
         *bound,
