@@ -226,3 +226,8 @@ def test_sigterm_stops_a_bench_under_load_and_its_workers() -> None:
     finally:
         os.killpg(mock.pid, signal.SIGKILL)
         mock.wait()
+
+
+def test_rate_inf_needs_a_request_count() -> None:
+    with pytest.raises(ServetuneError, match="rate inf"):
+        LoadShape.open(float("inf"), duration_s=1)

@@ -248,9 +248,14 @@ class Coordinator:
             self._records([rec], [])
             self._release(flight)
         measured = sum(f.phase == "measure" for f in lost)
+        went_on = (
+            f"{len(self.alive)} of {len(self.links)} workers went on"
+            if self.alive
+            else "no worker was left, so the run stopped there (fewer requests than asked)"
+        )
         self.lost.append(
             f"client {cause}, with {len(lost)} conversations in flight ({measured} measured): they are counted as "
-            f"failed requests (worker_lost); {len(self.alive)} of {len(self.links)} workers went on"
+            f"failed requests (worker_lost); {went_on}"
         )
         self.measured_done.set()
         self.slot.set()

@@ -58,6 +58,11 @@ class LoadShape(BaseModel):
             raise ServetuneError("an open-loop load shape needs a rate", "set rate=R requests/s (inf for all at once)")
         if self.requests is None and self.duration_s is None:
             raise ServetuneError("a load shape needs a bound", "set requests=N and/or duration_s=S")
+        if self.kind == "rate" and self.rate == float("inf") and self.requests is None:
+            raise ServetuneError(
+                "an open loop at rate inf sends every request at once, so a duration never ends it",
+                "set requests=N (--requests N), or a finite rate",
+            )
         return self
 
     @classmethod

@@ -355,10 +355,10 @@ class MockServer:
             }
             return conn.send(_response(200, json.dumps(data).encode()))
         if path == "/mock/ttft":  # what a client's TTFT is compared with (GET reads, DELETE clears)
-            data = {"ttft_ms": self.stats.ttft_ms}
+            seen = json.dumps({"ttft_ms": self.stats.ttft_ms}).encode()
             if method == "DELETE":
                 self.stats.ttft_ms = []
-            return conn.send(_response(200, json.dumps(data).encode()))
+            return conn.send(_response(200, seen))
         if method == "GET" and path == "/metrics":
             return conn.send(_response(200, self.stats.render(cfg.model), b"text/plain; version=0.0.4"))
         if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions", "/tokenize"):
