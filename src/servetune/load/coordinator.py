@@ -191,6 +191,8 @@ class Coordinator:
             except WorkerGone as gone:
                 self._lose(w, str(gone))
                 return
+            if w not in self.alive:
+                return  # declared lost while silent: what it sends now was already counted as failed
             self.seen[w] = _now()
             kind = message[0]
             if kind == "records":

@@ -20,6 +20,7 @@ import os
 import socket
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Literal
 
@@ -102,7 +103,12 @@ class _Worker:
             if delay > 0:
                 await asyncio.sleep(delay)
             dispatched_ns = _now()
-        await self.client.run_conversation(conv, phase, scheduled_ns, dispatched_ns, self._emit)
+        try:
+            await self.client.run_conversation(conv, phase, scheduled_ns, dispatched_ns, self._emit)
+        except Exception:  # noqa: BLE001 - a bug, not a server fault: die, so the coordinator reports it
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(70)
         self.finished.append(conv.index)
         self._flush_soon()
 
