@@ -71,6 +71,9 @@ def bench(
     accept_warnings: bool = typer.Option(
         False, "--accept-warnings", help="Exit 0 despite validity warnings (short answers, a saturated client...)."
     ),
+    workers: int | None = typer.Option(
+        None, help="Client processes sending the load (1: in process; default: one per 32 streams, up to CPUs - 1)"
+    ),
 ) -> None:
     """Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity.
 
@@ -129,6 +132,7 @@ def bench(
         tokenizer=tokenizer,
         slos=options.slos(),
         percentiles=options.percentile_values(),
+        workers=workers,
     )
     if sweep:
         levels = number_list(sweep, "sweep")
@@ -162,13 +166,9 @@ def _verdict(summaries: list[Summary], max_error_rate: float, accept_warnings: b
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
-    import asyncio
+    from servetune.load.runner import run_sync
 
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+    return run_sync(coro)
 
 
 def _print_summary(summary: Summary, title: str) -> None:
@@ -258,6 +258,7 @@ def mock_server(
     ),
     precise: bool = typer.Option(True, "--precise/--coarse", help="Spin to exact send times (costs a little CPU)"),
     uvloop: bool = typer.Option(False, "--uvloop", help="Run on uvloop (cheaper, ms timer resolution)"),
+    reuse_port: bool = typer.Option(False, help="Share the port with other mock servers (SO_REUSEPORT: one per core)"),
     api_key: str | None = typer.Option(None, help="Require this bearer token on /v1/ routes"),
 ) -> None:
     """A fast OpenAI-compatible streaming server with fixed TTFT and ITL, for measuring clients and tests."""
@@ -276,7 +277,7 @@ def mock_server(
             f"mock server ready on http://{host}:{bound} (model {model}, ttft {ttft_ms} ms, itl {itl_ms} ms)", err=True
         )
 
-    coro = serve_forever(config, host, port, ready)
+    coro = serve_forever(config, host, port, ready, reuse_port)
     try:
         if uvloop:
             import uvloop as _uvloop

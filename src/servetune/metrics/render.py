@@ -44,5 +44,13 @@ def summary_lines(s: Summary, title: str = "") -> list[str]:
         f"validity: output tokens {v.output_tokens_received:,}/{v.output_tokens_requested:,} requested, "
         f"{v.short_requests} short; client lateness p99 {v.lateness_p99_ms:.2f} ms; warm-up excluded {v.warmup_excluded}"
     )
+    if v.client is not None and v.client.processes:
+        lag = max(v.client.processes, key=lambda p: p.loop_lag_p99_ms)
+        busy = max(v.client.processes, key=lambda p: p.cpu_pct)
+        lines.append(
+            f"client: {v.client.workers} worker process{'es' if v.client.workers > 1 else ''} on {v.client.cores} "
+            f"CPUs; event-loop lag p99 {lag.loop_lag_p99_ms:.2f} ms ({lag.role}); busiest {busy.role} "
+            f"{busy.cpu_pct:.0f}% of a core"
+        )
     lines.extend(f"WARNING: {w}" for w in v.warnings)
     return lines
