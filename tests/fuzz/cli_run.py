@@ -14,6 +14,7 @@ BOUND_S = 20.0
 
 
 def run_cli(words: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, float]:
+    """(exit code, what it printed: stderr then stdout, seconds)."""
     t0 = time.monotonic()
     code = 0
     try:
@@ -21,7 +22,8 @@ def run_cli(words: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
     except SystemExit as done:
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     elapsed = time.monotonic() - t0
-    return code, capsys.readouterr().err, elapsed
+    captured = capsys.readouterr()
+    return code, captured.err + captured.out, elapsed
 
 
 def assert_clear(words: list[str], code: int, err: str, elapsed: float) -> None:
@@ -29,6 +31,7 @@ def assert_clear(words: list[str], code: int, err: str, elapsed: float) -> None:
     assert "Traceback" not in err, f"traceback for: {shown}\n{err}"
     assert "failed unexpectedly" not in err, f"an uncaught error for: {shown}\n{err}"
     assert code in (0, 1, 2), f"exit {code} for: {shown}\n{err}"
-    if code:
-        assert "error" in err.lower() or "usage" in err.lower(), f"exit {code} without a message for: {shown}\n{err}"
+    if code:  # an `error:` line, typer's usage message, or a verdict saying what failed
+        said = any(word in err.lower() for word in ("error", "usage", "fail", "interrupted"))
+        assert said, f"exit {code} without a message for: {shown}\n{err}"
     assert elapsed < BOUND_S, f"{elapsed:.1f} s for: {shown}"
