@@ -1,7 +1,9 @@
 """Writers for a run's records and summaries: per-request JSONL and CSV, and a flat summary row for CSV.
 
 Per-request rows carry the derived latencies (ttft, tpot, e2el, max gap) beside the raw facts, so a file
-can be analysed without servetune; the JSONL keeps the full timeline (`chunk_ns`).
+can be analysed without servetune; the JSONL keeps the full timeline (`chunk_ns`). Every CSV servetune writes
+passes its cells through `csv_safe`: a text cell starting with `=`, `+`, `-`, `@` (or a tab or carriage return)
+would run as a spreadsheet formula (`=HYPERLINK(...)` as a variant name), so it gets a leading apostrophe.
 """
 
 from __future__ import annotations
@@ -13,6 +15,20 @@ from pathlib import Path
 
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.summary import Stat, Summary
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: object) -> object:
+    """A CSV cell that no spreadsheet runs as a formula (numbers stay numbers)."""
+    if isinstance(value, str) and value.startswith(_FORMULA):
+        return "'" + value
+    return value
+
+
+def _safe_row(row: dict) -> dict:
+    return {k: csv_safe(v) for k, v in row.items()}
+
 
 REQUEST_COLUMNS = (
     "index", "traffic_class", "phase", "conversation", "turn", "http_status", "error_class", "finish_reason",
@@ -48,7 +64,7 @@ def write_requests_csv(records: Iterable[RequestRecord], path: str | Path) -> No
         writer = csv.DictWriter(f, fieldnames=REQUEST_COLUMNS)
         writer.writeheader()
         for r in records:
-            writer.writerow(request_row(r))
+            writer.writerow(_safe_row(request_row(r)))
 
 
 def summary_row(summary: Summary, **context: object) -> dict:
@@ -83,4 +99,4 @@ def write_summary_csv(rows: Sequence[dict], path: str | Path) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(_safe_row(row) for row in rows)

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from servetune.metrics.export import csv_safe
 from servetune.report.tables import (
     changes_text,
     display_columns,
@@ -96,7 +97,7 @@ def write_csv(path: Path, ranking: Ranking) -> None:
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_safe(v) for k, v in row.items()} for row in rows)
 
 
 def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]) -> str:
@@ -201,5 +202,5 @@ def write_outcome(exp: Experiment, outcome: Outcome) -> dict[str, Path]:
 
 def write_ranked(out_dir: Path, exp: Experiment, records: list[VariantRecord], ranking: Ranking) -> dict[str, Path]:
     """Every report of a ranked experiment folder (a live run's end, or `servetune report DIR`)."""
-    versions = {r.variant.config.engine: r.facts.get("version") for r in records}
+    versions: dict[str, str | None] = {str(r.variant.config.engine): r.facts.get("version") for r in records}
     return write_reports(out_dir, exp, ranking, recommend(exp, ranking), environment(versions))
