@@ -258,8 +258,8 @@ def render_bench_html(runs: Sequence[BenchRun], title: str) -> str:
 <h2>Runs</h2>{runs_table(runs)}
 <p class="note">vLLM's definitions (docs/metrics.md): TTFT = first token − send;
 TPOT = (E2EL − TTFT)/(output tokens − 1) per request; ITL = every gap between streamed chunks;
-E2EL = last byte − send. "recomputed": servetune computed the figures from the file's per-request timings, so runs of different tools compare; "as reported": the tool's own
-aggregates, mapped onto vLLM's names.</p>
+E2EL = last byte − send. "recomputed": servetune computed the figures from the file's per-request timings,
+so runs of different tools compare; "as reported": the tool's own aggregates, mapped onto vLLM's names.</p>
 <h2>Latency–throughput</h2>{curve_section(runs)}
 <h2>Distributions</h2>{distributions_section(runs)}
 <h2>Over time</h2>
