@@ -203,8 +203,40 @@ def _files(args: BenchArgs, options: LoadOptions, model: str, results: list[Load
     from servetune.report.bench_files import bench_runs, write_bench_outputs
 
     runs = bench_runs(args, options, model, results)
-    for kind, path in write_bench_outputs(args, runs, results).items():
+    for kind, path in write_bench_outputs(args, options, runs, results).items():
         typer.echo(f"{kind:15s} {path}")
+
+
+def import_runs(
+    files: list[Path] = typer.Argument(
+        ..., help="Result files: vllm bench serve --save-result JSON, a vllm bench sweep folder's run=N.json, "
+        "GuideLLM benchmarks.json, AIPerf profile_export_aiperf.json / profile_export.jsonl (or their folder)."
+    ),
+    into: Path = typer.Option(..., "--into", help="The bench folder to add them to (created if missing)."),
+) -> None:
+    """Copy other tools' results into a bench folder as servetune runs, for `servetune report DIR`.
+
+    Per-request timings are kept where the file has them (vLLM --save-detailed, AIPerf's JSONL, GuideLLM's
+    requests), so the report recomputes every figure with vLLM's definitions."""
+    import re
+
+    from servetune.metrics.imports import read_runs
+    from servetune.metrics.runs import write_run
+
+    written = 0
+    for file in files:
+        if not file.exists():
+            raise ServetuneError(f"{file} does not exist", "give result files written by a benchmark tool")
+        for run in read_runs(file):
+            base = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{run.source.tool}-{run.source.label}-{run.source.level_text}")
+            stem, n = base, 1
+            while (into / f"{stem}.servetune.json").exists():
+                n += 1
+                stem = f"{base}-{n}"
+            path = write_run(into, stem, run)
+            written += 1
+            typer.echo(f"{run.source.tool:9s} {run.name:40s} {len(run.records):7,} requests  {path}")
+    typer.echo(f"{written} run(s) in {into}; draw them with `servetune report {into}`")
 
 
 def mock_server(
@@ -255,4 +287,5 @@ def mock_server(
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the app."""
     app.command("bench", context_settings=PASSTHROUGH, add_help_option=False)(bench)
+    app.command("import")(import_runs)
     app.command("mock-server")(mock_server)

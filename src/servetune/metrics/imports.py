@@ -126,7 +126,8 @@ def _vllm(path: Path, data: Mapping[str, Any], index: int | None) -> BenchRun:
     if concurrency is not None and rate_value == float("inf"):
         kind, level = "concurrency", float(concurrency)  # all at t=0 with N in flight: a closed loop
     sweep = path.parent.name if path.name.startswith("run=") or path.name == "summary.json" else None
-    label = str(data.get("label") or sweep or run_stem(path))
+    model_id = str(data.get("model_id") or "")
+    label = str(data.get("label") or sweep or model_id.split("/")[-1] or run_stem(path))
     notes = [] if "ttfts" in data else ["no per-request data (run vLLM with --save-detailed for distributions)"]
     settings = redact({k: v for k, v in data.items() if not isinstance(v, list)})
     source = RunSource(
@@ -365,11 +366,11 @@ def _aiperf_records(path: Path) -> list[RequestRecord]:
         chunks: list[int] = []
         ttft = _value(metrics, "time_to_first_token")
         if not error and ttft is not None:
-            t = start + ttft * 1e6
-            chunks.append(round(t))
+            offset = ttft * 1e6  # ns after the start, kept apart from the epoch (a float loses ns at 1.7e18)
+            chunks.append(start + round(offset))
             for gap in _values(metrics, "inter_chunk_latency"):
-                t += gap * 1e6
-                chunks.append(round(t))
+                offset += gap * 1e6
+                chunks.append(start + round(offset))
         output = _value(metrics, "output_token_count") or _value(metrics, "output_sequence_length")
         prompt = _value(metrics, "input_sequence_length")
         out.append(

@@ -47,8 +47,12 @@ def _ms(stat: Stat, key: str) -> float:
     return 0.0 if value is None else float(value)  # vLLM writes 0 for an empty list (np.mean(x or 0))
 
 
-def figures_of(summary: Summary, metrics: Iterable[str] = PERCENTILE_METRICS) -> dict[str, float]:
-    """A summary's figures under vLLM's flat names (what a result file holds besides its settings and lists)."""
+def figures_of(
+    summary: Summary, metrics: Iterable[str] = PERCENTILE_METRICS, percentiles: Iterable[float] | None = None
+) -> dict[str, float]:
+    """A summary's figures under vLLM's flat names (what a result file holds besides its settings and lists); the
+    `pNN_` keys of `percentiles` only (vLLM's `--metric-percentiles`), or of every percentile the summary has."""
+    wanted = None if percentiles is None else {f"p{float(p):g}" for p in percentiles}
     out: dict[str, float] = {
         "duration": summary.duration_s,
         "completed": summary.completed,
@@ -67,7 +71,8 @@ def figures_of(summary: Summary, metrics: Iterable[str] = PERCENTILE_METRICS) ->
         out[f"median_{name}_ms"] = _ms(stat, "median")
         out[f"std_{name}_ms"] = _ms(stat, "std")
         for key, value in stat.percentiles.items():
-            out[f"p{percentile_word(float(key[1:]))}_{name}_ms"] = value
+            if wanted is None or key in wanted:
+                out[f"p{percentile_word(float(key[1:]))}_{name}_ms"] = value
     return out
 
 
@@ -97,13 +102,14 @@ def vllm_result(
     *,
     settings: Mapping[str, Any],
     metrics: Iterable[str] = PERCENTILE_METRICS,
+    percentiles: Iterable[float] | None = None,
     detailed: bool = False,
 ) -> dict[str, Any]:
     """The run as `vllm bench serve` writes it. `settings`: the keys vLLM writes first (date, backend, label,
     model_id, tokenizer_id, num_prompts, request_rate, burstiness, max_concurrency and any --metadata)."""
     measured = [r for r in records if r.phase == "measure"]
     out: dict[str, Any] = {"endpoint_type": settings.get("backend"), **settings}
-    figures = figures_of(summary, metrics)
+    figures = figures_of(summary, metrics, percentiles)
     out.update({k: v for k, v in figures.items() if not k.endswith("_ms")})
     out["request_goodput"] = summary.goodput  # null without --goodput, as vLLM writes it
     out["latencies"] = [r.e2el_ns / 1e9 if r.ok else 0.0 for r in measured]

@@ -103,8 +103,11 @@ def _vllm_path(args: BenchArgs, result: LoadResult, model_id: str, date: str, sw
     return folder / result_filename(args.label or args.backend, rate, cap, model_id, date)
 
 
-def write_bench_outputs(args: BenchArgs, runs: Sequence[BenchRun], results: Sequence[LoadResult]) -> dict[str, Path]:
+def write_bench_outputs(
+    args: BenchArgs, options: LoadOptions, runs: Sequence[BenchRun], results: Sequence[LoadResult]
+) -> dict[str, Path]:
     """Writes what the flags ask for; returns the paths by kind, for the terminal."""
+    percentiles = options.percentile_values()
     paths: dict[str, Path] = {}
     date = datetime.now().strftime("%Y%m%d-%H%M%S")
     written: list[BenchRun] = []
@@ -119,6 +122,7 @@ def write_bench_outputs(args: BenchArgs, runs: Sequence[BenchRun], results: Sequ
             result.records,
             settings=_settings(args, result, model_id, date),
             metrics=args.percentile_metrics,
+            percentiles=percentiles,
             detailed=args.save_detailed,
         )
         text = json.dumps(data)
