@@ -48,7 +48,14 @@ FIGURES = (
     "p99_e2el_ms",
 )
 """Compared figures (vLLM's own keys in both files)."""
-HEADLINE = ("request_throughput", "output_throughput", "median_ttft_ms", "median_tpot_ms", "mean_itl_ms", "median_e2el_ms")
+HEADLINE = (
+    "request_throughput",
+    "output_throughput",
+    "median_ttft_ms",
+    "median_tpot_ms",
+    "mean_itl_ms",
+    "median_e2el_ms",
+)
 """The figures the 2% criterion applies to: throughput, the medians and the mean ITL (the vLLM CPU build streams
 several chunks in one burst, so the median ITL is ~0 ms for both tools; and a p99 of 128 requests is a tail of
 one or two)."""
@@ -119,9 +126,7 @@ def main() -> None:
     flags = {"max-model-len": 4096, "max-num-seqs": 16, "enforce-eager": True}
     # The server gets CPU 0 and the clients CPU 1, so neither client's own CPU use slows the server it measures.
     env = {"VLLM_CPU_OMP_THREADS_BIND": "0"}
-    cfg = EngineConfig(
-        engine="vllm", model=str(tiny.hf_dir), served_model_name=tiny.served_name, flags=flags, env=env
-    )
+    cfg = EngineConfig(engine="vllm", model=str(tiny.hf_dir), served_model_name=tiny.served_name, flags=flags, env=env)
     runs: dict[str, list[dict]] = {"vllm": [], "servetune": []}
     wall: dict[str, list[float]] = {"vllm": [], "servetune": []}
     cpus = sorted(os.sched_getaffinity(0))
@@ -178,7 +183,8 @@ def main() -> None:
         f"`--dataset-name random --random-input-len {args.input_len} --random-output-len {args.output_len} "
         f"--num-prompts {args.num_prompts} --max-concurrency {args.concurrency} --num-warmups 4 --ignore-eos`.",
         "",
-        "| figure | vllm bench serve (median) | servetune bench (median) | difference | vLLM spread | servetune spread |",
+        "| figure | vllm bench serve (median) | servetune bench (median) | difference | vLLM spread "
+        "| servetune spread |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for key, row in table.items():

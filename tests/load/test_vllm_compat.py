@@ -40,7 +40,12 @@ the validity bound (vLLM's --max-concurrency alone: every request at t = 0, four
 
 def test_vllm_line_means_what_it_means_in_vllm() -> None:
     args, load = parse_bench_argv(shlex.split(VLLM_LINE.format(url="http://127.0.0.1:9", out="/tmp/x")))
-    assert (args.url, args.model, args.model_id, args.endpoint) == ("http://127.0.0.1:9", "mock", "org/tiny", "completions")
+    assert (args.url, args.model, args.model_id, args.endpoint) == (
+        "http://127.0.0.1:9",
+        "mock",
+        "org/tiny",
+        "completions",
+    )
     assert args.save_result and args.save_detailed and args.result_filename == "run.json"
     assert args.metadata == {"tp": "1", "note": "ci"} and args.extra_body == {"temperature": 0.0}
     assert not args.progress and any("--trust-remote-code" in n for n in args.notes)
@@ -140,7 +145,18 @@ def vllm_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = tmp_path_factory.mktemp("vllm-sweep")
-    serve_cmd = [*SERVETUNE, "mock-server", "--host", "127.0.0.1", "--port", str(port), "--ttft-ms", "5", "--itl-ms", "1"]
+    serve_cmd = [
+        *SERVETUNE,
+        "mock-server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "1",
+    ]
     bench_cmd = [*SERVETUNE, "bench", "--base-url", f"http://127.0.0.1:{port}", "--model", "mock",
                  "--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "8",
                  "--num-prompts", "12", "--disable-tqdm"]  # fmt: skip
@@ -161,7 +177,7 @@ def vllm_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_vllm_sweep_and_plot_readers_take_servetunes_files(vllm_sweep: Path) -> None:
     plot = pytest.importorskip("vllm.benchmarks.sweep.plot")
     pareto = pytest.importorskip("vllm.benchmarks.sweep.plot_pareto")
-    timeline = pytest.importorskip("vllm.benchmarks.plot")
+    pytest.importorskip("vllm.benchmarks.plot")
     rows = [r for path in sorted(vllm_sweep.rglob("summary.json")) for r in plot._json_load_bytes(path)]
     assert len(rows) == 4 and {r["max_concurrency"] for r in rows} == {1, 3}
     rows = plot._convert_inf_nan_strings(rows)

@@ -120,4 +120,6 @@ def test_plan_works_offline_from_a_test_built_cache(tmp_path: Path) -> None:
         [sys.executable, "-m", "servetune", "plan", "--model", "Qwen/Qwen3-8B", "--gpu", "H200"],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
-    assert missing.returncode == 2 and "hf download Qwen/Qwen3-8B" in missing.stderr and "Traceback" not in missing.stderr
+    assert (
+        missing.returncode == 2 and "hf download Qwen/Qwen3-8B" in missing.stderr and "Traceback" not in missing.stderr
+    )

@@ -184,20 +184,22 @@ class LocalTokenizer:
 
     def words(self) -> list[str]:
         """Vocabulary words that are one token with a leading space, in vocabulary order (deterministic)."""
-        found = []
-        for word in sorted(self._tok.get_vocab(), key=lambda w: self._tok.token_to_id(w)):
+        found: list[str] = []
+        vocab: dict[str, int] = self._tok.get_vocab()
+        for word in sorted(vocab, key=vocab.__getitem__):
             if len(found) >= 2000:
                 break
             text = word.replace("Ġ", " ").replace("▁", " ")
+            plain = text[1:]
             if (
                 text.startswith(" ")
-                and text[1:].isascii()
-                and text[1:].isalpha()
-                and text[1:].islower()
+                and plain.isascii()
+                and plain.isalpha()
+                and plain.islower()
                 and 3 <= len(text) <= 9
+                and len(self._tok.encode(text, add_special_tokens=False).ids) == 1
             ):
-                if len(self._tok.encode(text, add_special_tokens=False).ids) == 1:
-                    found.append(text[1:])
+                found.append(plain)
         if len(found) < 50:
             return WordCounter().words()
         return found

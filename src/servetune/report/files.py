@@ -13,11 +13,13 @@ from typing import Any
 from servetune.metrics.export import csv_safe
 from servetune.report.tables import (
     changes_text,
+    column_title,
     display_columns,
     short_value,
     status_text,
     summary_rows,
     time_scale_note,
+    tradeoffs,
 )
 from servetune.tune.environment import environment
 from servetune.tune.experiment import Experiment
@@ -101,8 +103,10 @@ def write_csv(path: Path, ranking: Ranking) -> None:
 
 
 def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]) -> str:
-    cols = display_columns(ranking)
-    head = ["#", "variant", "changes", "status", *[".".join(c) for c in cols]]
+    objective_key = (ranking.objective.probe, ranking.objective.figure)
+    cols = [objective_key, *(c for c in display_columns(ranking) if c != objective_key)]
+    head = ["#", "variant", f"{column_title(objective_key)} ★ objective", "status", *map(column_title, cols[1:])]
+    head.append("changes")
     lines = [f"# {exp.name}: tuning summary", ""]
     if exp.description:
         lines += [exp.description, ""]
@@ -118,17 +122,23 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         cells = [
             str(entry.rank or ""),
             entry.record.variant.name + (" ★" if ranking.winner is entry else ""),
-            changes_text(entry),
+            short_value(entry, cols[0]),
             status_text(entry) + (f": {why}" if why else ""),
-            *[short_value(entry, c) for c in cols],
+            *[short_value(entry, c) for c in cols[1:]],
+            changes_text(entry),
         ]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     lines += [
         "",
         "Values are means ± 95% half-width over repeats; (±N%) is the change vs the stage's baseline, "
-        "~ marks a change inside the noise.",
+        f"~ marks a tie by the ranking's rule (inside the noise or below {ranking.min_effect_pct:g}%).",
         "",
     ]
+    found = tradeoffs(ranking)
+    if found:
+        lines += ["## Trade-offs", ""]
+        lines += [f"- {t.text(column_title(objective_key))}" for t in found]
+        lines.append("")
     estimated = [e.record.variant.name for e in ranking.entries if e.record.estimated]
     if estimated:
         lines += [f"Judged by the simulator's estimate only (not launched): {', '.join(estimated)}.", ""]

@@ -368,6 +368,15 @@ def pareto_chart(
     if len(ordered) > 1:
         path = " ".join(f"{sx(points[i][0]):.1f},{sy(points[i][1]):.1f}" for i in ordered)
         body.append(f'<polyline points="{path}" fill="none" stroke="#d62728" stroke-dasharray="4 3"/>')
+    near = (
+        {
+            j
+            for j, (x, y) in enumerate(points)
+            if abs(sx(x) - sx(points[highlight][0])) < 90 and abs(sy(y) - sy(points[highlight][1])) < 14
+        }
+        if highlight is not None
+        else set()
+    )  # front labels that would run into the winner's are left to their tooltips
     for i, ((x, y), label) in enumerate(zip(points, labels, strict=True)):
         on = i in front
         body.append(
@@ -382,6 +391,6 @@ def pareto_chart(
                 f'<text class="winner-label" x="{sx(x) + 11:.1f}" y="{sy(y) + 4:.1f}" font-family="sans-serif" '
                 f'font-size="12" font-weight="bold" fill="#1a7f1a">★ {escape(_short(label, 28))}</text>'
             )
-        elif on:
+        elif on and i not in near:
             body.append(f'<text x="{sx(x) + 7:.1f}" y="{sy(y) - 5:.1f}" {_FONT}>{escape(_short(label, 24))}</text>')
     return _svg(frame, body, title)
