@@ -141,7 +141,7 @@ def browser_page(url: str, width: int = 1280, height: int = 900) -> Iterator[tup
 VISIBLE_JS = """
 (selector) => Array.from(document.querySelectorAll(selector)).map(el => {
   const r = el.getBoundingClientRect();
-  return {text: el.textContent.trim().slice(0, 200), left: r.left, right: r.right, top: r.top + window.scrollY,
+  return {text: el.textContent.trim().slice(0, 4000), label: el.getAttribute('aria-label'), left: r.left, right: r.right, top: r.top + window.scrollY,
           bottom: r.bottom + window.scrollY, width: r.width, height: r.height};
 })
 """

@@ -8,6 +8,8 @@ holds per-request timings the reader rebuilds servetune's `RequestRecord`s — e
 (start, TTFT, every gap) and AIPerf's `profile_export.jsonl` (start, TTFT, every inter-chunk gap), approximately
 for GuideLLM (first and last token times and the number of iterations: the gaps between are taken as equal, which
 the run's notes say) — and the report recomputes every figure from them with servetune's (vLLM's) definitions.
+A rebuilt record's planned prompt length is the one the tool reported (servetune cannot know what the other tool
+planned), so servetune's own tokenizer checks stay quiet on imported runs.
 
 Formats, read from the tools' own sources: vLLM `benchmarks/serve.py` (`result_json`), `benchmarks/sweep/serve.py`
 (`run=N.json`, `summary.json`); GuideLLM `benchmark/schemas/report.py` (`GenerativeBenchmarksReport`: metadata,
@@ -246,6 +248,7 @@ def _guidellm_records(requests: Mapping[str, Any]) -> list[RequestRecord]:
                     done_ns=_ns(end),
                     chunk_ns=chunks,
                     prompt_tokens=item.get("prompt_tokens"),
+                    prompt_tokens_expected=item.get("prompt_tokens"),
                     output_tokens=int(output) if isinstance(output, int | float) else len(chunks),
                     output_tokens_source="usage" if isinstance(output, int | float) else "chunks",
                     error_class=None if status == "successful" else _guidellm_error(status),
@@ -384,6 +387,7 @@ def _aiperf_records(path: Path) -> list[RequestRecord]:
                 done_ns=end,
                 chunk_ns=chunks,
                 prompt_tokens=int(prompt) if prompt is not None else None,
+                prompt_tokens_expected=int(prompt) if prompt is not None else None,
                 output_tokens=int(output) if output is not None else len(chunks),
                 output_tokens_source="usage" if output is not None else "chunks",
                 http_status=(error or {}).get("code") if isinstance(error, dict) else None,

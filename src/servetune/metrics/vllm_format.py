@@ -184,6 +184,7 @@ def records_from_vllm(data: Mapping[str, Any]) -> list[RequestRecord] | None:
                 done_ns=sent + round(float(latency) * 1e9) if not failed else sent,
                 chunk_ns=chunks,
                 prompt_tokens=inputs[i] if i < len(inputs) else None,
+                prompt_tokens_expected=inputs[i] if i < len(inputs) else None,
                 output_tokens=int(outputs[i]) if i < len(outputs) and outputs[i] else 0,
                 output_tokens_source="usage",
                 error_class=_error_class(str(errors[i])) if failed else None,
