@@ -209,8 +209,9 @@ def _files(args: BenchArgs, options: LoadOptions, model: str, results: list[Load
 
 def import_runs(
     files: list[Path] = typer.Argument(
-        ..., help="Result files: vllm bench serve --save-result JSON, a vllm bench sweep folder's run=N.json, "
-        "GuideLLM benchmarks.json, AIPerf profile_export_aiperf.json / profile_export.jsonl (or their folder)."
+        ...,
+        help="Result files: vllm bench serve --save-result JSON, a vllm bench sweep folder's run=N.json, "
+        "GuideLLM benchmarks.json, AIPerf profile_export_aiperf.json / profile_export.jsonl (or their folder).",
     ),
     into: Path = typer.Option(..., "--into", help="The bench folder to add them to (created if missing)."),
 ) -> None:

@@ -13,8 +13,6 @@ aggregates, the table says "as reported".
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from collections.abc import Sequence
 from html import escape
@@ -24,7 +22,7 @@ import numpy as np
 
 from servetune.fileio import atomic_write_text
 from servetune.humanize import number
-from servetune.metrics.export import csv_safe
+from servetune.metrics.export import write_rows_csv
 from servetune.metrics.runs import TOOL_NAMES, BenchRun
 from servetune.metrics.summary import summarize
 from servetune.metrics.timeline import timeline
@@ -271,17 +269,21 @@ stays flat is a server past saturation; high TTFT only at the start is a warm-up
 """
 
 
-def runs_csv(runs: Sequence[BenchRun]) -> str:
-    """The runs table as CSV (cells that a spreadsheet would run as formulas are escaped)."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["run", "tool", "kind", "level", "file", *(key for key, _, _ in COLUMNS)])
+def runs_rows(runs: Sequence[BenchRun]) -> list[dict[str, object]]:
+    """The runs table as CSV rows (written by metrics.export's one CSV writer)."""
+    rows = []
     for run in runs:
         s = run.source
-        row = [s.label, s.tool, s.kind or "", "" if s.level is None else s.level, s.path]
-        row += ["" if (v := run.figure(key)) is None else round(v, 6) for key, _, _ in COLUMNS]
-        writer.writerow([csv_safe(c) for c in row])
-    return out.getvalue()
+        row: dict[str, object] = {
+            "run": s.label,
+            "tool": s.tool,
+            "kind": s.kind or "",
+            "level": s.level,
+            "file": s.path,
+        }
+        row.update({key: run.figure(key) for key, _, _ in COLUMNS})
+        rows.append(row)
+    return rows
 
 
 def write_bench_report(folder: Path, runs: Sequence[BenchRun], title: str, html: Path | None = None) -> dict[str, Path]:
@@ -289,5 +291,5 @@ def write_bench_report(folder: Path, runs: Sequence[BenchRun], title: str, html:
     html = html or folder / "report.html"
     paths = {"html": html, "csv": html.with_name("runs.csv")}
     atomic_write_text(paths["html"], render_bench_html(runs, title))
-    atomic_write_text(paths["csv"], runs_csv(runs))
+    write_rows_csv(paths["csv"], runs_rows(runs))
     return paths

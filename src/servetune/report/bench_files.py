@@ -21,6 +21,7 @@ from servetune.load.runner import LoadResult
 from servetune.metrics.runs import RUN_SUFFIX, BenchRun, RunSource, write_run
 from servetune.metrics.vllm_format import figures_of, result_filename, vllm_result
 from servetune.report.bench import write_bench_report
+from servetune.secrets import redact
 
 
 def _level(result: LoadResult) -> tuple[Literal["concurrency", "rate"], float]:
@@ -81,7 +82,7 @@ def _settings(args: BenchArgs, result: LoadResult, model: str, date: str) -> dic
         "model_id": model_id,
         "tokenizer_id": args.tokenizer or model_id,
         "num_prompts": shape.requests or measured,
-        **args.metadata,
+        **redact(args.metadata),
         "request_rate": rate,
         "burstiness": shape.burstiness,
         "max_concurrency": cap,

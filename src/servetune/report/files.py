@@ -4,13 +4,13 @@ calls on a folder's store."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-from servetune.metrics.export import csv_safe
+from servetune.fileio import atomic_write_text
+from servetune.metrics.export import write_rows_csv
 from servetune.report.tables import (
     changes_text,
     column_title,
@@ -92,14 +92,7 @@ def results_json(
 
 
 def write_csv(path: Path, ranking: Ranking) -> None:
-    rows = summary_rows(ranking)
-    fields: list[str] = []
-    for row in rows:
-        fields += [k for k in row if k not in fields]
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows({k: csv_safe(v) for k, v in row.items()} for row in rows)
+    write_rows_csv(path, summary_rows(ranking))
 
 
 def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]) -> str:
@@ -189,9 +182,9 @@ def write_reports(
         "recommendation": out_dir / "recommendation.txt",
     }
     write_csv(paths["csv"], ranking)
-    paths["json"].write_text(json.dumps(results_json(exp, ranking, rec, environment), indent=2, default=str))
-    paths["markdown"].write_text(markdown(exp, ranking, rec, environment))
-    paths["html"].write_text(render_html(exp, ranking, rec, environment))
+    atomic_write_text(paths["json"], json.dumps(results_json(exp, ranking, rec, environment), indent=2, default=str))
+    atomic_write_text(paths["markdown"], markdown(exp, ranking, rec, environment))
+    atomic_write_text(paths["html"], render_html(exp, ranking, rec, environment))
     if rec:
         text = f"# {rec.variant}: {rec.reason}\n{rec.serve_command}\n"
         if rec.docker_command:
@@ -201,7 +194,7 @@ def write_reports(
             text += f"\n# sampling preset {name}\n{json.dumps(body, ensure_ascii=False)}\n"
     else:
         text = f"# no recommendation: {ranking.reason}\n"
-    paths["recommendation"].write_text(text)
+    atomic_write_text(paths["recommendation"], text)
     return paths
 
 
