@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from servetune.load.bench_args import _parser
 from servetune.errors import ServetuneError
+from servetune.load.bench_args import _parser
 from servetune.load.options import LoadOptions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -122,7 +122,15 @@ class BenchArgs(BaseModel):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise ServetuneError(f"servetune bench: {message}", "see `servetune bench --help`")
+        import difflib
+
+        fix = "see `servetune bench --help`"
+        if message.startswith("unrecognized arguments:"):
+            flags = [f for action in self._actions for f in action.option_strings]
+            unknown = next((w for w in message.split(":", 1)[1].split() if w.startswith("--")), "")
+            if close := difflib.get_close_matches(unknown.split("=")[0], flags, n=1):
+                fix = f"did you mean {close[0]}? ({fix})"
+        raise ServetuneError(f"servetune bench: {message}", fix)
 
 
 def _parser() -> _Parser:
