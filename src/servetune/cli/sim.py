@@ -33,7 +33,7 @@ def sim_serve(ctx: typer.Context) -> None:
 
     Usage: servetune sim-serve MODEL [vLLM flags] [--gpu H200x1] [--time-scale 10] [--calibration p.json]
     (MODEL: a directory with config.json, or a bundled name; an unknown flag is an error unless
-    --allow-unknown-flags)
+    --pass-unknown-flags; --show-config prints what was understood, as `plan --show-config` does, and stops)
     """
     import asyncio
 
@@ -44,6 +44,8 @@ def sim_serve(ctx: typer.Context) -> None:
     if any(a in ("-h", "--help") for a in ctx.args):
         typer.echo(sim_serve.__doc__)
         raise typer.Exit(0)
+    if _show_config(list(ctx.args)):
+        return
     args = parse_sim_args(list(ctx.args))
     dep = build_deployment(args)
     _vllm_log(
@@ -102,9 +104,23 @@ def _estimate_help() -> str:
         "",
         "vLLM flags by vLLM's names (e.g. -tp 2, --max-model-len 128K, --max-num-seqs 64), plus --gpu NAME[xN],",
         "--calibration, --acceptance-rate, --vllm-version. --seed is the workload's (as in bench). An unknown flag",
-        "is an error; --allow-unknown-flags simulates without it.",
+        "is an error; --pass-unknown-flags simulates without it. --show-config prints what was understood (the",
+        "engine config and GPUs, as `plan --show-config` prints them) and stops.",
     ]
     return "\n".join(lines)
+
+
+def _show_config(words: list[str]) -> bool:
+    """`--show-config`: prints the target the words name (the engine config and GPUs, as `plan --show-config`
+    prints them) and says the command should stop there."""
+    if "--show-config" not in words:
+        return False
+    import json
+
+    from servetune.sim.flags import sim_target
+
+    typer.echo(json.dumps(sim_target([w for w in words if w != "--show-config"]).shown(), indent=2))
+    return True
 
 
 def estimate(ctx: typer.Context) -> None:
@@ -128,6 +144,8 @@ def estimate(ctx: typer.Context) -> None:
         raise typer.Exit(0)
     own, rest = _estimate_parser().parse_known_args(list(ctx.args))
     options, rest = LoadOptions.from_argv(rest, aliases=ESTIMATE_ALIASES)
+    if _show_config(rest):
+        return
     args = parse_sim_args(rest)
     for path in (own.json_out, own.jsonl_out):
         if path and path != "-" and not Path(path).parent.is_dir():

@@ -18,12 +18,14 @@ from servetune.engines.config import EngineConfig
 from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GiB, GPUSpec
+from servetune.hardware.gpus import GpuChoice
 from servetune.model.hf_config import load_model_spec
 from servetune.model.spec import ModelSpec
 from servetune.plan import kvcache, memory, roofline
 from servetune.plan.defaults import batch_defaults
 from servetune.plan.fixes import Fix, find_fixes
 from servetune.plan.inputs import inputs_from_flags
+from servetune.plan.placement import place
 from servetune.plan.rules import check
 from servetune.plan.speeds import SpeedEstimate, speed_estimates
 from servetune.plan.versions import behaviour
@@ -121,9 +123,9 @@ def plan_for(
         raise ServetuneError(f"the planner models vLLM, not {cfg.engine}", "plan a vLLM EngineConfig (engine='vllm')")
     given = {k: v for k, v in normalize_flags("vllm", cfg.flags, allow_unknown=True).items() if v is not None}
     inputs = inputs_from_flags(given, version=vllm_version or cfg.version)
-    if "tensor-parallel-size" not in given and num_gpus > 1:
-        per_replica = num_gpus // (inputs.pipeline_parallel_size * inputs.data_parallel_size)
-        inputs = inputs.model_copy(update={"tensor_parallel_size": max(1, per_replica)})
+    if "tensor-parallel-size" not in given:
+        placed = place(GpuChoice(gpu, num_gpus, counted=True), given)
+        inputs = inputs.model_copy(update={"tensor_parallel_size": placed.tensor_parallel_size})
     beh = behaviour(vllm_version or cfg.version)
     if spec is None:
         revision = given.get("revision")

@@ -10,6 +10,7 @@ from servetune.hardware.catalog import GiB
 from servetune.hardware.gpus import parse_gpu_arg
 from servetune.model.bundled import bundled_model
 from servetune.plan.api import Plan, plan_for
+from servetune.plan.placement import place
 from servetune.plan.seeds import SEEDS, SeedSystem
 
 
@@ -17,8 +18,9 @@ def plan_seed(seed: SeedSystem) -> Plan:
     """The plan of one seed system."""
     path = bundled_model(seed.model)
     assert path is not None, seed.model
-    gpu, count = parse_gpu_arg(seed.gpu)
-    return plan_for(EngineConfig(model=str(path), flags=seed.flags), gpu, count, vllm_version=seed.vllm_version)
+    placed = place(parse_gpu_arg(seed.gpu), seed.flags)
+    config = EngineConfig(model=str(path), flags=seed.flags)
+    return plan_for(config, placed.gpu, placed.gpus, vllm_version=seed.vllm_version)
 
 
 def run_demo(*, detail: bool = False, as_json: bool = False) -> None:

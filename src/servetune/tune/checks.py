@@ -66,10 +66,12 @@ def _roofline_issues(exp: Experiment) -> Iterator[Issue]:
     if not bounds or hardware is None or exp.engine.engine not in {"vllm", "sim"}:
         return
     from servetune.plan.api import plan_for
+    from servetune.plan.placement import place
     from servetune.tune.variants import base_config
 
     config = base_config(exp)
-    gpu, count = hardware
+    placed = place(hardware, config.flags)
+    gpu, count = placed.gpu, placed.gpus
     try:
         plan = plan_for(config, gpu, count, vllm_version=config.version)
     except ServetuneError:
@@ -191,8 +193,13 @@ def _check_flags(
         where = path if at_value else (*path, name)
         try:
             normalized = normalize_flags(engine, {name: value}, version=version, allow_unknown=allow_unknown)
+            given = {k: v for k, v in normalized.items() if v is not None}
             if engine in ("vllm", "sim"):
-                inputs_from_flags({k: v for k, v in normalized.items() if v is not None}, version=version)
+                inputs_from_flags(given, version=version)
+            if engine == "sim":  # the simulator's own ranges (time-scale > 0, acceptance-rate in 0..1, ...)
+                from servetune.sim.flags import sim_args
+
+                sim_args(given, model="(checked)")
         except ServetuneError as err:
             yield Issue(where, err.problem, err.fix or "see the engine's --help")
 

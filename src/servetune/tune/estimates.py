@@ -120,7 +120,7 @@ def predictor(exp: Experiment) -> Predictor:
     params = exp.suite.probes.params(objective.probe) or spec.params()
 
     def predict(config: EngineConfig) -> Prediction:
-        gpu = exp.hardware.gpu if exp.hardware.gpu else None
+        gpu = exp.hardware.gpu_arg()
         if config.engine not in {"vllm", "sim"}:
             return Prediction({}, None, f"the simulator models vLLM only (engine {config.engine})")
         if config.engine == "vllm" and gpu is None:

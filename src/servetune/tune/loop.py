@@ -49,14 +49,14 @@ def default_feasibility(exp: Experiment) -> Feasible | None:
         return None
     from servetune.errors import ServetuneError
     from servetune.plan.api import plan_for
-
-    gpu, count = hardware
+    from servetune.plan.placement import place
 
     def check(config: EngineConfig) -> list[str]:
         if config.engine not in {"vllm", "sim"}:
             return []
+        placed = place(hardware, config.flags)
         try:
-            plan = plan_for(config, gpu, count, vllm_version=config.version)
+            plan = plan_for(config, placed.gpu, placed.gpus, vllm_version=config.version)
         except ServetuneError:
             return []
         if plan.feasible:
