@@ -73,7 +73,12 @@ SERVING = {"launch", "serve", "mock-server", "sim-serve", "demo", "tiny-model"}
 
 
 def _options(name: str) -> list[tuple[str, bool]]:
-    """(option, is a flag without value) of a typer command."""
+    """(option, is a flag without value) of a typer command; `bench` reads its own argv (servetune's and vLLM bench
+    serve's flags), so its options come from its parser."""
+    if name == "bench":
+        from servetune.load.bench_args import _parser
+
+        return [(a.option_strings[0], a.nargs == 0) for a in _parser()._actions if a.option_strings]
     command = COMMANDS.commands[name]
     out = []
     for param in command.params:

@@ -60,14 +60,12 @@ def sim_serve(ctx: typer.Context) -> None:
 
 ESTIMATE_ALIASES = {
     "--num-requests": "requests",
-    "--input-len": "input_tokens",
-    "--output-len": "output_tokens",
-    "--request-rate": "rate",
     "--shared-prefix-len": "prefix_tokens",
     "--workload-seed": "seed",
     "--spread": "range_ratio",
 }
-"""estimate's flags of servetune 0.1, still read (bench's names are the ones documented)."""
+"""estimate's flags of servetune 0.1, still read (bench's names are the ones documented; its 0.1 spellings
+`--input-len`, `--output-len` and `--request-rate` are vLLM bench serve's, read by `LoadOptions` itself)."""
 
 
 def _estimate_parser() -> argparse.ArgumentParser:
@@ -98,7 +96,7 @@ def _estimate_help() -> str:
         "Prints the summary `servetune bench` prints, in simulated time; --json writes bench's LoadResult JSON",
         "(to stdout when no PATH is given), --jsonl every simulated request's record.",
         "",
-        "Load options (the same as servetune bench's):",
+        "Load options (the same as servetune bench's, vLLM bench serve's names included):",
         *LoadOptions.help_lines(),
         "",
         "Older spellings still read: "

@@ -81,11 +81,18 @@ def tune(
     print_outcome(outcome, write_outcome(exp, outcome))
 
 
-def report(folder: Path = typer.Argument(..., help="An experiment folder written by `servetune tune`.")) -> None:
-    """Rewrite the reports (CSV, JSON, markdown, HTML) of an experiment folder from its store."""
-    from servetune.report.rewrite import rewrite_reports
+def report(
+    paths: list[Path] = typer.Argument(
+        ...,
+        help="An experiment folder (`servetune tune --out`), a bench folder (`bench --save-result --result-dir`), "
+        "or result files of vllm bench serve, GuideLLM or AIPerf.",
+    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Where the bench report goes (default: the folder)."),
+) -> None:
+    """Rewrite an experiment folder's reports from its store, or draw the bench report of measured runs (any tool's)."""
+    from servetune.report.rewrite import write_report
 
-    for kind, path in rewrite_reports(folder).items():
+    for kind, path in write_report(paths, out).items():
         typer.echo(f"{kind:15s} {path}")
 
 

@@ -99,8 +99,10 @@ class Plan(BaseModel):
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_spec(path: str, lmo: bool | None, quant: str | None, dtype: str | None) -> ModelSpec:
-    return load_model_spec(path, language_model_only=lmo, quantization=quant, dtype=dtype)
+def _cached_spec(
+    path: str, lmo: bool | None, quant: str | None, dtype: str | None, revision: str | None = None
+) -> ModelSpec:
+    return load_model_spec(path, language_model_only=lmo, quantization=quant, dtype=dtype, revision=revision)
 
 
 def plan_for(
@@ -126,7 +128,14 @@ def plan_for(
         inputs = inputs.model_copy(update={"tensor_parallel_size": placed.tensor_parallel_size})
     beh = behaviour(vllm_version or cfg.version)
     if spec is None:
-        spec = _cached_spec(str(Path(cfg.model)), inputs.language_model_only, inputs.quantization, inputs.dtype)
+        revision = given.get("revision")
+        spec = _cached_spec(
+            str(Path(cfg.model)),
+            inputs.language_model_only,
+            inputs.quantization,
+            inputs.dtype,
+            str(revision) if revision else None,
+        )
     rules = check(spec, gpu, num_gpus, inputs)
     notes = list(rules.notes) + list(beh.notes)
     reasons = list(rules.problems)
