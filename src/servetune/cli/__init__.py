@@ -2,7 +2,8 @@
 
 Each sub-module registers its own commands; heavy imports happen inside the command functions so that
 `servetune --help` and `servetune plan` start fast. `main` is the boundary: a problem the user can fix is printed
-as `error:` + `fix:` (exit 2), an environment failure likewise (exit 1), never a traceback unless `--debug`.
+as `error:` + `fix:` (exit 2), an environment failure likewise (exit 1: `ServetuneError.exit_code`), never a
+traceback unless `--debug`.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         _say(err.problem, err.fix)
-        sys.exit(EXIT_USAGE)
+        sys.exit(err.exit_code)
     except OSError as err:
         if debug:
             raise

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from servetune.control.client import ControlClient, ControlError, ControlTimeouts
+from servetune.control.client import ControlClient, ControlError, ControlTimeoutError, ControlTimeouts
 from servetune.errors import ServetuneError
 from servetune.model.hub import tokenizer_file
 
@@ -262,7 +262,7 @@ async def make_counter(
         await server.calibrate()
     except ControlError as err:
         await server.aclose()
-        if tokenizer == "server":
-            raise ServetuneError(f"the server's /tokenize does not work: {err.problem}", err.fix) from None
+        if tokenizer == "server" or isinstance(err, ControlTimeoutError):
+            raise type(err)(f"the server's /tokenize does not work: {err.problem}", err.fix) from None
         return WordCounter()
     return server
