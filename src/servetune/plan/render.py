@@ -9,8 +9,8 @@ from servetune.hardware.catalog import GiB
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from servetune.plan.api import Plan
     from servetune.engines.facts import EngineFacts
+    from servetune.plan.api import Plan
     from servetune.plan.calibrate import OverheadCheck
 
 
@@ -24,8 +24,8 @@ def render(plan: Plan, console: Console) -> None:
 
     verdict = "[bold green]FITS[/]" if plan.feasible else "[bold red]DOES NOT FIT[/]"
     console.print(
-        f"{verdict}  {plan.model_name} on {plan.num_gpus}x {plan.gpu}  (vLLM {plan.vllm_version}, TP {plan.tensor_parallel_size}"
-        f", PP {plan.pipeline_parallel_size}"
+        f"{verdict}  {plan.model_name} on {plan.num_gpus}x {plan.gpu}  (vLLM {plan.vllm_version}, "
+        f"TP {plan.tensor_parallel_size}, PP {plan.pipeline_parallel_size}"
         + (f", DP {plan.data_parallel_size} (figures per replica)" if plan.data_parallel_size > 1 else "")
         + f", max_model_len {plan.max_model_len:,})"
     )
@@ -47,13 +47,15 @@ def render(plan: Plan, console: Console) -> None:
         (
             "activation peak",
             _gib(ov.peak_activation_bytes),
-            f"max(forward of {plan.max_num_batched_tokens} tokens {ov.activation_bytes / GiB:.2f}, "
-            f"sampler x {min(plan.max_num_seqs, plan.max_num_batched_tokens)} {ov.sampler_bytes / GiB:.2f})",
+            f"{ov.family} forward of {plan.max_num_batched_tokens} tokens {ov.activation_bytes / GiB:.2f} "
+            f"+ sampler x {min(plan.max_num_seqs, plan.max_num_batched_tokens)} {ov.sampler_bytes / GiB:.2f}",
         ),
         (
             "CUDA graphs",
             _gib(ov.cudagraph_bytes),
-            "model" if ov.cudagraph_bytes else "not reserved before the KV cache (--enforce-eager, or vLLM < 0.20)",
+            "model"
+            if ov.cudagraph_bytes
+            else "not reserved before the KV cache (--enforce-eager, vLLM < 0.20, or 0.24's V2 model runner)",
         ),
     ]
     if ov.mm_encoder_bytes:
@@ -110,14 +112,15 @@ def render(plan: Plan, console: Console) -> None:
     else:
         console.print("vLLM refuses to start with these flags (see the reasons above).")
 
-    speed = Table(title="Speed (roofline)", show_header=True, header_style="bold")
-    speed.add_column("case")
-    speed.add_column("ideal", justify="right")
-    speed.add_column("expected", justify="right")
-    for s in plan.speeds:
-        fmt = "{:,.1f} " if s.unit == "tok/s" else "{:,.2f} "
-        speed.add_row(s.name, fmt.format(s.ideal) + s.unit, fmt.format(s.expected) + s.unit)
-    console.print(speed)
+    if plan.speeds:
+        speed = Table(title="Speed (roofline)", show_header=True, header_style="bold")
+        speed.add_column("case")
+        speed.add_column("ideal", justify="right")
+        speed.add_column("expected", justify="right")
+        for s in plan.speeds:
+            fmt = "{:,.1f} " if s.unit == "tok/s" else "{:,.2f} "
+            speed.add_row(s.name, fmt.format(s.ideal) + s.unit, fmt.format(s.expected) + s.unit)
+        console.print(speed)
 
     if plan.fixes:
         fixes = Table(title="Fixes that make it fit", show_header=True, header_style="bold")
@@ -158,7 +161,8 @@ def render_check(check: OverheadCheck, figures: EngineFacts, plan: Plan, match: 
     table.add_row("weights per GPU", num(check.weights_model_gib), num(check.weights_log_gib))
     table.add_row(
         "available KV (overhead model)",
-        f"{num(check.available_model_gib)} ({check.available_model_low_gib:.2f} .. {check.available_model_high_gib:.2f})",
+        f"{num(check.available_model_gib)} "
+        f"({check.available_model_low_gib:.2f} .. {check.available_model_high_gib:.2f})",
         num(check.available_log_gib),
     )
     table.add_row("non-KV, non-weight memory", num(check.non_kv_model_gib), num(check.non_kv_log_gib))

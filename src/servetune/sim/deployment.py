@@ -182,7 +182,6 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
         coef = profile.coefficients
         if profile.gpu != gpu.name:
             notes.append(f"sim-serve: calibration profile is for {profile.gpu}, serving as {gpu.name}")
-    coef = coef or StepCoefficients()
     with_mtp = (
         (args.speculative_method or "mtp") in MTP_METHODS and spec.mtp_layers > 0 and args.num_speculative_tokens > 0
     )
@@ -207,7 +206,7 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
     return SimDeployment(
         args=args,
         limits=limits,
-        timing=StepTimeModel(costs, gpu, coef),
+        timing=StepTimeModel.of(costs, gpu, coef),
         vllm_version=plan.vllm_version,
         weights_gib=plan.weights_bytes_per_gpu / GiB,
         available_kv_gib=plan.available_kv_bytes / GiB,
