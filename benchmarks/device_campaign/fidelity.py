@@ -285,7 +285,7 @@ def main() -> None:
     for version, rows in tables.items():
         write_csv(HERE / f"fidelity_{version}.csv", rows)
     base = baseline_rows(read_csv(HERE / "sim_baseline.csv"))
-    (HERE / "FIDELITY.md").write_text(render(tables, base, fitted, manifest, time.monotonic() - t0))
+    (HERE / "FIDELITY.md").write_text(render(tables, base, fitted, manifest, time.monotonic() - t0, not args.no_fit))
     print((HERE / "FIDELITY.md").read_text())
 
 
@@ -372,10 +372,14 @@ def groups_of(rows: list[dict]) -> list[tuple[str, list[dict]]]:
     ]
 
 
-def render(tables: dict[str, list[dict]], base: list[dict], fitted: dict, manifest: dict, seconds: float) -> str:
+def render(
+    tables: dict[str, list[dict]], base: list[dict], fitted: dict, manifest: dict, seconds: float, refit: bool
+) -> str:
     out = ["# Simulator fidelity on the 2026-12 device campaign (issue 11 item 2)", ""]
     out += [
-        f"Written by `fidelity.py` in {seconds:.0f} s. Fit points and held-out points are `split.json`'s, fixed "
+        f"Written by `fidelity.py` in {seconds:.0f} s ("
+        + ("fitting the profiles" if refit else "`--no-fit`: scoring the committed profiles")
+        + "). Fit points and held-out points are `split.json`'s, fixed "
         "before the run; the fit uses only fit points, per model; H2 is scored with H1's profile. Left out of the "
         "fit: " + "; ".join(f"{k} ({v})" for k, v in EXCLUDED.items()) + ". Errors are (sim − real) / real of the "
         "point's measured requests (vLLM's definitions, `servetune.metrics.summary`).",

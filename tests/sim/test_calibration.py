@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.load.shape import LoadShape
 from servetune.metrics.record import RequestRecord
@@ -175,3 +176,32 @@ def test_bad_result_files_are_clear_errors(tmp_path: Path) -> None:
     lonely.write_text(record.model_dump_json() + "\n")
     with pytest.raises(ServetuneError, match="no load shape"):
         measured_run(lonely, dep)
+
+
+def test_a_cpu_engine_is_estimated_on_its_calibrated_device(tmp_path: Path) -> None:
+    """vLLM CPU has no GPU to name: a profile fitted with `--gpu custom:...` carries the device, and `estimate:`
+    in an experiment without hardware.gpu simulates it (benchmarks/guided_tuning)."""
+    from servetune.tune.estimates import predictor
+    from servetune.tune.loader import parse_experiment
+
+    device = "custom:mem=6,bw=20,tflops=0.2"
+    profile = CalibrationProfile(gpu="custom", device=device, model="tiny", coefficients=StepCoefficients())
+    profile.save(tmp_path / "cpu.json")
+    text = json.dumps(
+        {
+            "name": "cpu",
+            "engine": {"engine": "vllm", "model": "tiny", "flags": {"max-model-len": 1024, "max-num-seqs": 2}},
+            "suite": {"probes": {"load_curve": {"concurrency": [1, 2], "requests_per_point": 4}}},
+            "objective": "output_throughput",
+            "estimate": {"mode": "prune", "keep": 1, "calibration": str(tmp_path / "cpu.json")},
+            "variants": {"grid": {"max-num-seqs": [2, 4]}},
+        }
+    )
+    exp = parse_experiment(text)
+    assert exp.hardware.gpu is None
+    got = predictor(exp)(EngineConfig(engine="vllm", model="tiny", flags={"max-model-len": 1024, "max-num-seqs": 4}))
+    assert got.objective is not None and got.objective > 0, got.reason
+    without = json.loads(text)
+    del without["estimate"]["calibration"]
+    with pytest.raises(ServetuneError, match="estimates need the GPU to simulate"):
+        parse_experiment(json.dumps(without))

@@ -142,6 +142,9 @@ def deployment_for_config(
     """The simulated deployment of an EngineConfig (vLLM or sim) on `gpu` (which overrides a sim config's
     `gpu` flag; default H200). A vLLM config's flags that the simulator does not model are named in the startup
     notes (they are vLLM's, checked where the config was written); a sim config's must be the simulator's."""
+    from servetune.engines.models import resolve_model
+
+    cfg = resolve_model(cfg)  # `tiny`: the built tiny model's files
     flags = dict(normalize_flags("sim", cfg.flags, version=cfg.version, allow_unknown=True))
     if gpu:
         flags["gpu"] = gpu

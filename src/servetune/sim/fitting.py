@@ -58,6 +58,7 @@ def calibrate_dirs(
     first = runs[0].deployment
     return CalibrationProfile(
         gpu=first.timing.gpu.name,
+        device=gpu,
         model=str(model),
         engine_version=first.vllm_version,
         tensor_parallel_size=first.args.tensor_parallel_size,
