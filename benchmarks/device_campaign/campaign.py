@@ -241,8 +241,8 @@ def predict_sim(out: Path) -> None:
     the device, are left out)."""
     sys.path.insert(0, str(ROOT / "src"))
     from points import build
-
     from servetune.sim.estimate import summarize, workload_from_load
+
     from servetune.sim.fitting import deployment_for
     from servetune.sim.virtual import run_virtual
 

@@ -83,7 +83,8 @@ def _planning_ms() -> float:
     from servetune.hardware.gpus import parse_gpu_arg
     from servetune.plan.api import plan_for
 
-    gpu, n = parse_gpu_arg("A100-80G-SXMx2")
+    choice = parse_gpu_arg("A100-80G-SXMx2")
+    gpu, n = choice.gpu, choice.count
     cfg = EngineConfig(model="qwen3.6-27b", flags={"max-model-len": "128K", "language-model-only": True})
     plan_for(cfg, gpu, n)
     samples = []

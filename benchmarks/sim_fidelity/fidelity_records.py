@@ -7,6 +7,8 @@ output tokens / (last end − first send) over the measured requests.
 
 from __future__ import annotations
 
+import itertools
+
 
 def percentile(values: list[float], q: float) -> float:
     """Linear interpolation between closest ranks (numpy's default)."""
@@ -34,7 +36,7 @@ def request_figures(rec: dict) -> dict | None:
     e2e = ((rec.get("end_ns") or rec["done_ns"]) - sent) / 1e9
     n = rec["output_tokens"]
     tpot = (e2e - ttft) / (n - 1) if n > 1 else None
-    itl = [(b - a) / 1e9 for a, b in zip(chunks, chunks[1:])]
+    itl = [(b - a) / 1e9 for a, b in itertools.pairwise(chunks)]
     return {"ttft": ttft, "tpot": tpot, "e2e": e2e, "itl": itl, "n": n}
 
 

@@ -59,8 +59,9 @@ def experiment_text(engine: str, n: int) -> str:
 
 
 def run_once(engine: str, n: int, reorder: bool, root: Path) -> dict:
-    from servetune.tune.loader import parse_experiment
     from servetune.tune.runner import Runner
+
+    from servetune.tune.loader import parse_experiment
 
     exp = parse_experiment(experiment_text(engine, n))
     out = root / f"{engine}-{n}-{'ordered' if reorder else 'declared'}"

@@ -36,7 +36,7 @@ def choose_folder(out_dir: Path, exp: Experiment, *, fresh: bool = False) -> tup
     store_path = out_dir / STORE_NAME
     if not store_path.exists():
         return out_dir, False, f"starting fresh in {out_dir}"
-    store = Store(store_path)
+    store = Store(store_path, readonly=True)
     try:
         same = store.meta("experiment_fingerprint") == fingerprint(exp)
         done = sum(1 for r in store.records() if r.status in ("done", "failed", "skipped"))

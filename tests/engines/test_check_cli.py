@@ -17,7 +17,7 @@ from servetune.control.client import ControlClient, run_sync
 from servetune.engines.readiness import probe
 
 
-def _probe(url: str):  # noqa: ANN202
+def _probe(url: str):
     return run_sync(probe(ControlClient(url)))
 
 

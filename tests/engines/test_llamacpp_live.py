@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,13 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import asyncio
-
-from servetune.suite.check import check_server, passed
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.launch import attach, launch
 from servetune.process.proctable import group_members, living
+from servetune.suite.check import check_server, passed
 
 pytestmark = pytest.mark.engine
 

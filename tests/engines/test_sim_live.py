@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
-import asyncio
-
-from servetune.suite.check import check_server, passed
 from servetune.engines.config import EngineConfig
 from servetune.engines.launch import launch
+from servetune.suite.check import check_server, passed
 
 pytestmark = pytest.mark.engine
 

@@ -6,17 +6,16 @@ session ends, see conftest.py) and two launches that fail for real on purpose.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
-import asyncio
-
-from servetune.suite.check import check_server, passed
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.launch import launch
 from servetune.process.proctable import group_members, living
+from servetune.suite.check import check_server, passed
 
 pytestmark = pytest.mark.engine
 
@@ -51,6 +50,26 @@ def test_check_passes(vllm_server) -> None:
     assert passed(report), report.notes
     assert report.figures["max_model_len"] == 4096
     assert "prompt tokens" in report.notes[-1]
+
+
+def test_every_streamed_token_is_an_arrival(vllm_server, tmp_path: Path) -> None:
+    """Random weights make vLLM stream many tokens whose text is empty, the last one included (it rides with the
+    finish reason): each is one arrival, so every record has as many chunks as vLLM counted tokens."""
+    import json
+    import subprocess
+    import sys
+
+    jsonl = tmp_path / "r.jsonl"
+    args = ["--url", vllm_server.base_url, "--model", vllm_server.model_name, "--concurrency", "4"]
+    args += ["--requests", "24", "--input-tokens", "32", "--output-tokens", "24", "--no-progress"]
+    args += ["--jsonl", str(jsonl), "--accept-warnings", "--workers", "1"]
+    done = subprocess.run([sys.executable, "-m", "servetune", "bench", *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    measured = [r for r in records if r["phase"] == "measure"]
+    assert len(measured) == 24
+    short = [(len(r["chunk_ns"]), r["output_tokens"]) for r in measured if len(r["chunk_ns"]) != r["output_tokens"]]
+    assert not short, f"records whose chunks and tokens differ: {short}"
 
 
 def _fails(cfg: EngineConfig, tmp_path: Path) -> EngineLaunchError:

@@ -24,8 +24,8 @@ from servetune.hardware.nvml import match_catalog
     ],
 )
 def test_parse_gpu_arg(text: str, name: str, count: int) -> None:
-    gpu, n = parse_gpu_arg(text)
-    assert (gpu.name, n) == (name, count)
+    choice = parse_gpu_arg(text)
+    assert (choice.gpu.name, choice.count) == (name, count)
 
 
 def test_catalog_covers_the_issue_list_with_sane_numbers() -> None:
@@ -69,8 +69,9 @@ def test_bad_counts_and_empty_names_are_clear_errors(text: str) -> None:
 
 
 def test_custom_gpu_and_errors() -> None:
-    gpu, n = parse_gpu_arg("custom:mem=48,bw=864,tflops=362,cc=8.9x2")
-    assert n == 2 and gpu.memory_bytes == 48 * 1024**3 and gpu.compute_capability == 8.9
+    choice = parse_gpu_arg("custom:mem=48,bw=864,tflops=362,cc=8.9x2")
+    gpu = choice.gpu
+    assert choice.count == 2 and choice.counted and gpu.memory_bytes == 48 * 1024**3 and gpu.compute_capability == 8.9
     with pytest.raises(ServetuneError, match="unknown GPU"):
         get_gpu("B300-ultra")
     with pytest.raises(ServetuneError, match="lacks"):

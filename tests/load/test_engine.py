@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from servetune.control.client import ControlClient
 from servetune.load.runner import run_load
 from servetune.load.shape import LoadShape
+from servetune.load.sweep import run_sweep
 from servetune.load.workload import Workload
-from servetune.control.client import ControlClient
 from servetune.metrics.prometheus import scrape
+from servetune.metrics.slo import Slos
 
 
 async def test_completions_and_chat_against_llama_server(llama_server, tiny_model) -> None:
@@ -57,3 +59,16 @@ async def test_completions_and_chat_against_vllm(vllm_server, tiny_model) -> Non
         assert all(len(r.chunk_ns) >= 1 and r.prompt_tokens for r in result.records)
     before = await scrape(ControlClient(url))
     assert before.get("generation_tokens") is not None and before.get("kv_cache_usage") is not None
+
+
+async def test_goodput_and_sweep_stop_at_saturation(llama_server) -> None:
+    """A server of real capacity (llama.cpp, 4 slots, CPU): a low rate is served in full (goodput = throughput
+    under a lax SLO), a rate far above what two cores decode is not, and the sweep stops there saying why.
+    (A mock server has no capacity: how fast it answers depends on the machine, so it cannot be the test's server.)"""
+    url, model = llama_server.base_url, llama_server.model_name
+    sweep = await run_sweep(
+        url, model, Workload.synthetic(32, 10), LoadShape.open(1, requests=24), [2, 2000], slos=Slos(ttft_ms=60_000)
+    )
+    assert sweep.saturated_at == 2000 and "offered" in (sweep.reason or ""), sweep.reason
+    first = sweep.points[0].result.summary
+    assert first.goodput == first.request_throughput and first.failed == 0

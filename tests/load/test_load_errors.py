@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from servetune.errors import ServetuneError
-from servetune.metrics.record import ErrorClass
 from servetune.load.runner import run_load
 from servetune.load.shape import LoadShape, Timeouts
 from servetune.load.workload import Workload
+from servetune.metrics.record import ErrorClass
 from servetune.mock.config import Fault, MockConfig
 from servetune.mock.server import running
 

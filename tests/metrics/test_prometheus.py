@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from servetune.control.client import ControlClient
 from servetune.errors import ServetuneError
 from servetune.load.runner import run_load
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
-from servetune.control.client import ControlClient
 from servetune.metrics.prometheus import delta, parse, scrape
 from servetune.mock.config import MockConfig
 from servetune.mock.server import running

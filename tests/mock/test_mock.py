@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -14,21 +15,19 @@ from servetune.mock.server import running
 
 
 async def test_routes() -> None:
-    async with running(MockConfig(model="m", ttft_ms=1, itl_ms=1, output_tokens=3)) as url:
-        async with aiohttp.ClientSession() as s:
-            assert (await s.get(url + "/health")).status == 200
-            models = await (await s.get(url + "/v1/models")).json()
-            assert models["data"][0]["id"] == "m"
-            tok = await (await s.post(url + "/tokenize", json={"prompt": "a b c"})).json()
-            assert tok["count"] == 3
-            answer = await (
-                await s.post(url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
-            ).json()
-            assert (
-                answer["choices"][0]["message"]["content"] == " tok" * 3 and answer["usage"]["completion_tokens"] == 3
-            )
-            assert (await s.post(url + "/nope", json={})).status == 404
-            assert (await s.post(url + "/v1/completions", data=b"{not json")).status == 400
+    config = MockConfig(model="m", ttft_ms=1, itl_ms=1, output_tokens=3)
+    async with running(config) as url, aiohttp.ClientSession() as s:
+        assert (await s.get(url + "/health")).status == 200
+        models = await (await s.get(url + "/v1/models")).json()
+        assert models["data"][0]["id"] == "m"
+        tok = await (await s.post(url + "/tokenize", json={"prompt": "a b c"})).json()
+        assert tok["count"] == 3
+        answer = await (
+            await s.post(url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+        ).json()
+        assert answer["choices"][0]["message"]["content"] == " tok" * 3 and answer["usage"]["completion_tokens"] == 3
+        assert (await s.post(url + "/nope", json={})).status == 404
+        assert (await s.post(url + "/v1/completions", data=b"{not json")).status == 400
 
 
 async def test_send_times_follow_the_injected_truth() -> None:
@@ -43,7 +42,7 @@ async def test_send_times_follow_the_injected_truth() -> None:
                     stamps.append(time.monotonic() - t0)
     assert len(stamps) == 6
     assert 0.039 < stamps[0] < 0.050
-    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
     assert all(0.006 < g < 0.011 for g in gaps), gaps
 
 

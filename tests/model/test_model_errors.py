@@ -32,7 +32,7 @@ def test_unknown_architecture_lists_supported(tmp_path: Path) -> None:
 
 
 def test_missing_file_and_bad_json(tmp_path: Path) -> None:
-    with pytest.raises(ServetuneError, match="no config.json"):
+    with pytest.raises(ServetuneError, match=r"no config\.json"):
         load_model_spec(tmp_path / "nope")
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(ServetuneError, match="not valid JSON"):

@@ -18,8 +18,8 @@ from servetune.errors import ServetuneError
 from servetune.hardware.catalog import get_gpu
 from servetune.operate import alerts, proxy
 from servetune.operate.deploy import TARGETS, DeployInputs, write_deployment
+from servetune.operate.evidence import Sized
 from servetune.operate.fallback import plan_fallback
-from servetune.operate.sizing import Sized
 from servetune.operate.source import load_source, load_tuning_folder
 from servetune.operate.supervisor import ServeOptions
 from servetune.plan.api import plan_for

@@ -129,8 +129,8 @@ def test_blue_green_switch_under_load_loses_nothing(serve, tmp_path: Path) -> No
     async def load_and_switch() -> tuple[openloop.LoadResult, dict]:
         task = asyncio.create_task(openloop.run(s.url, rate=20, duration_s=60, model=MODEL, max_tokens=16))
         await asyncio.sleep(20)
+        from servetune.operate.control import request_switch
         from servetune.operate.source import load_source
-        from servetune.operate.switch import request_switch
 
         res = await asyncio.to_thread(request_switch, s.run_dir, load_source(green_cfg).cfg, 300)
         return await task, res
@@ -164,8 +164,8 @@ def test_failed_switch_changes_nothing(serve, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"engine": "llamacpp", "model": "/nonexistent/model.gguf"}))
     from servetune.errors import ServetuneError
+    from servetune.operate.control import request_switch
     from servetune.operate.source import load_source
-    from servetune.operate.switch import request_switch
 
     with pytest.raises(ServetuneError) as info:
         request_switch(s.run_dir, load_source(bad).cfg, 120)

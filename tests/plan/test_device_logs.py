@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from servetune.engines.config import EngineConfig
+from servetune.engines.vllm import parse_vllm_log
 from servetune.hardware.catalog import GiB, get_gpu
 from servetune.plan.api import plan_for
-from servetune.engines.vllm import parse_vllm_log
 from servetune.plan.calibrate import ledger_flags
 
 DEVICE = Path(__file__).parents[2] / "benchmarks" / "device"

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from servetune.engines.config import EngineConfig
+from servetune.engines.vocab import parse_argv
 from servetune.hardware.gpus import parse_gpu_arg
 from servetune.plan.api import plan_for
-from servetune.engines.vocab import parse_argv
+from servetune.plan.placement import place
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "plans"
 KEYS = ("feasible", "block_size", "num_blocks", "blocks_per_request", "log_lines", "serve_command", "reasons")
@@ -29,11 +30,12 @@ def _replan(txt: Path) -> dict:
         else:
             rest.append(argv[i])
             i += 1
-    gpu, n = parse_gpu_arg(opts["--gpu"])
+    flags = parse_argv("vllm", rest)
+    placed = place(parse_gpu_arg(opts["--gpu"]), flags)
     plan = plan_for(
-        EngineConfig(model=opts["--model"], flags=parse_argv("vllm", rest)),
-        gpu,
-        n,
+        EngineConfig(model=opts["--model"], flags=flags),
+        placed.gpu,
+        placed.gpus,
         vllm_version=opts.get("--vllm-version"),
     )
     return plan.model_dump(mode="json")

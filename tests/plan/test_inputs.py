@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from servetune.errors import ServetuneError
 from servetune.engines.vocab import human_readable_int
+from servetune.errors import ServetuneError
 from servetune.plan.inputs import inputs_from_flags
 
 

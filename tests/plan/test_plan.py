@@ -7,12 +7,13 @@ from servetune.hardware.catalog import get_gpu
 from servetune.hardware.gpus import parse_gpu_arg
 from servetune.model.bundled import bundled_model
 from servetune.plan.api import Plan, plan_for
+from servetune.plan.placement import place
 
 
 def plan(model: str, gpu: str, version: str | None = None, **flags: object) -> Plan:
-    g, n = parse_gpu_arg(gpu)
     cfg = EngineConfig(model=str(bundled_model(model)), flags={k.replace("_", "-"): v for k, v in flags.items()})
-    return plan_for(cfg, g, n, vllm_version=version)
+    placed = place(parse_gpu_arg(gpu), cfg.flags)
+    return plan_for(cfg, placed.gpu, placed.gpus, vllm_version=version)
 
 
 def test_qwen36_tp2_layout_matches_the_reference_table() -> None:

@@ -111,7 +111,7 @@ def test_club3090_612_qwen36_35b_a3b_v0240() -> None:
     """
     from servetune.hardware.gpus import parse_gpu_arg
 
-    gpu, _ = parse_gpu_arg("custom:mem=31.4,bw=1792,tflops=209,cc=12.0")
+    gpu = parse_gpu_arg("custom:mem=31.4,bw=1792,tflops=209,cc=12.0").gpu
     flags = {
         "max-model-len": 131072,
         "kv-cache-dtype": "fp8",

@@ -120,7 +120,7 @@ def test_calibrate_and_estimate_commands(tmp_path: Path) -> None:
     assert est.returncode == 0, est.stderr
     assert json.loads(est.stdout)["summary"]["completed"] == 50
     bad = subprocess.run(
-        [sys.executable, "-m", "servetune", "estimate", "qwen3.6-27b", "--gpu", "H200"],
+        [sys.executable, "-m", "servetune", "estimate", "qwen3.6-27b", "--gpu", "H200", "--concurrency", "0"],
         capture_output=True,
         text=True,
         env=env,

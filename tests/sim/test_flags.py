@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from servetune.errors import ServetuneError
 from servetune.engines.vocab import human_readable_int
+from servetune.errors import ServetuneError
 from servetune.sim.flags import parse_sim_args
 
 
@@ -76,8 +76,9 @@ def test_gpu_takes_a_count() -> None:
     a = parse_sim_args(["/m", "--gpu", "A100-80G-SXMx2"])
     assert (a.gpu, a.tensor_parallel_size) == ("A100-80G-SXMx2", 2)
     assert parse_sim_args(["/m", "--gpu", "2xH200", "-tp", "2"]).tensor_parallel_size == 2
-    with pytest.raises(ServetuneError, match="names 2 GPUs but --tensor-parallel-size is 4"):
+    with pytest.raises(ServetuneError, match="needs 4 GPUs, but 2 given"):
         parse_sim_args(["/m", "--gpu", "H200x2", "-tp", "4"])
+    assert parse_sim_args(["/m", "--gpu", "H200", "-tp", "4"]).tensor_parallel_size == 4, "uncounted: TP decides"
     with pytest.raises(ServetuneError, match="ambiguous"):
         parse_sim_args(["/m", "--gpu", "A100x2"])
 

@@ -14,7 +14,7 @@ def test_chained_hashes_make_hits_prefix_hits() -> None:
 def test_lru_eviction_of_cached_blocks() -> None:
     pool = BlockPool(4)
     first = pool.allocate(2)
-    for block, h in zip(first, (11, 12)):
+    for block, h in zip(first, (11, 12), strict=True):
         pool.cache(block, h)
     pool.free(first)  # tail first: block for hash 12 becomes evictable before 11
     assert pool.num_free == 4 and pool.usage == 0.0

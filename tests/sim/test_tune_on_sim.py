@@ -92,7 +92,9 @@ def test_estimates_prune_the_matrix_and_sim_time_is_reported(tmp_path: Path) -> 
     assert "estimate only" in (out / "summary.md").read_text()
     assert "estimate only" in (out / "report.html").read_text()
     rec = (out / "recommendation.txt").read_text()
-    command = "\n".join(line for line in rec.splitlines() if not line.startswith("#"))  # the notes name what was dropped
+    command = "\n".join(
+        line for line in rec.splitlines() if not line.startswith("#")
+    )  # the notes name what was dropped
     assert "vllm serve" in command and "--time-scale" not in command and "--gpu " not in command
     assert "--vllm-version" not in command
     assert "--acceptance-rate" not in command and "--tensor-parallel-size 2" in command

@@ -12,12 +12,12 @@ import yaml
 
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
-from servetune.suite.result import ProbeResult
-from servetune.tune.estimates import ESTIMATE_PROBE, predictor
 from servetune.load.backend import ClientSpec
 from servetune.metrics.slo import wall_clock_slos
+from servetune.suite.result import ProbeResult
 from servetune.suite.run import to_simulated_time
 from servetune.suite.spec import get_probe
+from servetune.tune.estimates import ESTIMATE_PROBE, predictor
 from servetune.tune.experiment import Change, Matrix
 from servetune.tune.loader import parse_experiment
 from servetune.tune.order import order_by_estimate, prune_by_estimate

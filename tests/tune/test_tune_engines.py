@@ -145,7 +145,7 @@ def test_invalid_experiment_is_rejected_before_any_launch(tmp_path: Path) -> Non
         timeout=60,
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "bad.yaml:6:" in result.stderr and "did you mean `parallel`" in result.stderr
+    assert "bad.yaml:6:" in result.stderr and "did you mean --parallel" in result.stderr
     assert "whole number" in result.stderr
     assert not out.exists(), "nothing was launched or written"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 
 from servetune.engines.config import EngineConfig
-from servetune.suite.result import ProbeResult
 from servetune.load.backend import ClientSpec
+from servetune.suite.result import ProbeResult
 from servetune.tune.loader import parse_experiment
 from servetune.tune.result import Failure, RunResult, VariantRecord
 from servetune.tune.variants import matrix_variants

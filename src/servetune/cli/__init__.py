@@ -45,17 +45,19 @@ def _say(problem: str, fix: str | None) -> None:
         typer.secho(f"  fix: {fix}", err=True)
 
 
-def main() -> None:
-    """Entry point: runs the app inside the error boundary (see the module docstring)."""
-    debug = "--debug" in sys.argv[1:] or os.environ.get("SERVETUNE_DEBUG") == "1"
-    if "--debug" in sys.argv[1:]:
-        sys.argv.remove("--debug")
-    # Under `nohup` or `cmd &` a shell starts us with SIGINT ignored, and Python then never raises
-    # KeyboardInterrupt: restore it, so Ctrl-C and the tests' SIGINT stop us cleanly wherever we were started.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _terminate)
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: runs the app inside the error boundary (see the module docstring). `argv` (without the
+    program name) runs it in-process, as the tests do; the signal handlers are then left as they are."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in words or os.environ.get("SERVETUNE_DEBUG") == "1"
+    words = [w for w in words if w != "--debug"]
+    if argv is None:
+        # Under `nohup` or `cmd &` a shell starts us with SIGINT ignored, and Python then never raises
+        # KeyboardInterrupt: restore it, so Ctrl-C and the tests' SIGINT stop us cleanly wherever we were started.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _terminate)
     try:
-        code = app(standalone_mode=False)
+        code = app(args=words, prog_name="servetune", standalone_mode=False)
     except typer.Exit as done:  # a command's own exit code
         sys.exit(done.exit_code)
     except TyperException as err:  # a usage error (unknown option, bad value): typer's own message

@@ -5,7 +5,6 @@ Heavy imports (the load path, rich) happen inside the commands so that `servetun
 
 from __future__ import annotations
 
-import json
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,129 +14,108 @@ import typer
 from servetune.errors import ServetuneError
 
 if TYPE_CHECKING:
+    from servetune.load.bench_args import BenchArgs
+    from servetune.load.options import LoadOptions
+    from servetune.load.runner import LoadResult
     from servetune.load.shape import LoadShape
     from servetune.load.workload import Workload
     from servetune.metrics.summary import Summary
 
 T = TypeVar("T")
+PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+"""bench reads its own argv (servetune's and vLLM's flags, vLLM's `--goodput a:1 b:2` lists): typer passes it on."""
 
 
-def bench(
-    url: str = typer.Option(..., "--url", help="Base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000"),
-    model: str = typer.Option(..., "--model", help="Model name the server serves"),
-    endpoint: str = typer.Option("completions", help="completions or chat"),
-    stream: bool = typer.Option(True, "--stream/--no-stream"),
-    api_key: str | None = typer.Option(None, envvar="OPENAI_API_KEY", help="Bearer token"),
-    extra_body: str | None = typer.Option(None, help="JSON merged into every request, e.g. '{\"temperature\":0}'"),
-    tokenizer: str | None = typer.Option(None, help="tokenizer.json path or model dir, 'server' (/tokenize), 'words'"),
-    input_tokens: int = typer.Option(256, help="Input tokens per request (exact with a tokenizer)"),
-    output_tokens: int = typer.Option(128, help="Output tokens per request"),
-    output_std: float = typer.Option(0.0, help="Output length standard deviation (normal distribution); 0 = fixed"),
-    range_ratio: float = typer.Option(0.0, help="Input and output lengths uniform in [1-r, 1+r] x the given ones"),
-    prefix_tokens: int = typer.Option(0, help="Shared prefix tokens (a long system prompt), counted in input-tokens"),
-    prefix_groups: int = typer.Option(1, help="Number of different shared prefixes"),
-    turns: int = typer.Option(1, help="Turns per conversation (multi-turn)"),
-    mix: str | None = typer.Option(None, help="Traffic mix name:weight:in:out,... (overrides input/output tokens)"),
-    dataset: Path | None = typer.Option(None, help="Requests from a JSONL or ShareGPT JSON file"),
-    output_control: str = typer.Option("ignore_eos", help="ignore_eos, min_tokens or none"),
-    seed: int = typer.Option(0),
-    concurrency: int | None = typer.Option(None, help="Closed loop: requests in flight"),
-    rate: float | None = typer.Option(None, help="Open loop: requests per second (inf: all at once)"),
-    arrival: str = typer.Option("poisson", help="poisson, gamma or constant"),
-    burstiness: float = typer.Option(1.0, help="Gamma shape (1 = Poisson, <1 burstier)"),
-    max_concurrency: int | None = typer.Option(None, help="Cap on requests in flight (open loop)"),
-    requests: int | None = typer.Option(None, help="Measured requests (default 100)"),
-    duration: float | None = typer.Option(None, help="Measured seconds"),
-    warmup_requests: int = typer.Option(0),
-    warmup_s: float = typer.Option(0.0),
-    cooldown_s: float = typer.Option(0.0),
-    sweep: str | None = typer.Option(
-        None, help="Concurrencies or rates to sweep, e.g. 1,2,4,8,16 (stops at saturation)"
-    ),
-    connect_timeout: float = typer.Option(10.0),
-    first_token_timeout: float = typer.Option(600.0),
-    inter_token_timeout: float = typer.Option(120.0),
-    goodput: str | None = typer.Option(None, help="SLOs in ms, vLLM syntax: 'ttft:500 tpot:50 e2el:10000'"),
-    percentiles: str = typer.Option("50,90,95,99"),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the summary (and config) as JSON"),
-    jsonl_out: Path | None = typer.Option(None, "--jsonl", help="Write every request's record as JSONL"),
-    csv_out: Path | None = typer.Option(
-        None, "--csv", help="Write per-request rows as CSV (a sweep: one row per level)"
-    ),
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
-    max_error_rate: float = typer.Option(
-        0.0, "--max-error-rate", help="Failed share of requests (0..1) above which bench exits 1; 0 for a benchmark."
-    ),
-    accept_warnings: bool = typer.Option(
-        False, "--accept-warnings", help="Exit 0 despite validity warnings (short answers, a saturated client...)."
-    ),
-) -> None:
+def bench(ctx: typer.Context) -> None:
     """Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity.
 
-    Exit code 1 when more requests failed than --max-error-rate allows (default 0: any failed request fails a
-    benchmark) or when the run has validity warnings (unless --accept-warnings); 2 for bad options."""
-    from servetune.load.options import LoadOptions, number_list
+    Takes servetune's flags and `vllm bench serve`'s (see --help). Exit code 1 when more requests failed than
+    --max-error-rate allows (default 0) or when the run has validity warnings (unless --accept-warnings); 2 for
+    bad options."""
+    from servetune.engines.models import resolve_tokenizer
+    from servetune.load.bench_args import help_text, parse_bench_argv
 
-    if not 0 <= max_error_rate <= 1:
-        raise ServetuneError(f"--max-error-rate {max_error_rate} is not a fraction", "give 0..1, e.g. 0.01 for 1%")
-    if endpoint not in ("completions", "chat"):
-        raise ServetuneError(f"unknown endpoint {endpoint!r}", "use --endpoint completions or --endpoint chat")
-    options = LoadOptions.parse(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        output_std=output_std,
-        range_ratio=range_ratio,
-        prefix_tokens=prefix_tokens,
-        prefix_groups=prefix_groups,
-        turns=turns,
-        mix=mix,
-        dataset=dataset,
-        output_control=output_control,
-        seed=seed,
-        concurrency=concurrency,
-        rate=rate,
-        arrival=arrival,
-        burstiness=burstiness,
-        max_concurrency=max_concurrency,
-        requests=requests,
-        duration=duration,
-        warmup_requests=warmup_requests,
-        warmup_s=warmup_s,
-        cooldown_s=cooldown_s,
-        connect_timeout=connect_timeout,
-        first_token_timeout=first_token_timeout,
-        inter_token_timeout=inter_token_timeout,
-        goodput=goodput,
-        percentiles=percentiles,
-    )
-    body = None
-    if extra_body:
-        try:
-            body = json.loads(extra_body)
-        except ValueError as err:
-            raise ServetuneError(
-                f"--extra-body is not JSON: {err}", "e.g. --extra-body '{\"temperature\": 0}'"
-            ) from None
-        if not isinstance(body, dict):
-            raise ServetuneError("--extra-body must be a JSON object", "e.g. --extra-body '{\"temperature\": 0}'")
+    if any(a in ("-h", "--help") for a in ctx.args):
+        typer.echo(help_text())
+        raise typer.Exit(0)
+    args, options = parse_bench_argv(list(ctx.args))
+    for note in args.notes:
+        typer.secho(f"note: {note}", err=True)
+    _check_outputs(args)
+    if args.ready_check_timeout_s:
+        _run(_wait_ready(args.url, args.api_key, args.ready_check_timeout_s))
+    model = args.model or _run(_first_model(args.url, args.api_key))
     workload, shape = options.workload(), options.shape()
-    kwargs = dict(
-        endpoint=endpoint,
-        stream=stream,
-        api_key=api_key,
-        extra_body=body,
-        tokenizer=tokenizer,
+    kwargs: dict[str, Any] = dict(
+        endpoint=args.endpoint,
+        stream=args.stream,
+        api_key=args.api_key,
+        extra_body=args.extra_body,
+        tokenizer=resolve_tokenizer(args.tokenizer),
         slos=options.slos(),
         percentiles=options.percentile_values(),
+        keep_text=args.save_detailed,
+        workers=args.workers,
     )
-    if sweep:
-        levels = number_list(sweep, "sweep")
-        if not levels or any(v <= 0 for v in levels):
-            raise ServetuneError(f"--sweep {sweep!r}: levels must be positive", "e.g. --sweep 1,2,4,8")
-        summaries = _sweep(url, model, workload, shape, levels, kwargs, json_out, csv_out, progress)
+    if args.sweep:
+        results, summaries = _sweep(args, model, workload, shape, kwargs)
     else:
-        summaries = [_single(url, model, workload, shape, kwargs, json_out, jsonl_out, csv_out, progress)]
-    _verdict(summaries, max_error_rate, accept_warnings)
+        result = _single(args, model, workload, shape, kwargs)
+        results, summaries = [result], [result.summary]
+    _files(args, options, model, results)
+    _verdict(summaries, args.max_error_rate, args.accept_warnings)
+
+
+def _check_outputs(args: BenchArgs) -> None:
+    """Every output path is checked before the run starts (a typo must not cost the run)."""
+    from servetune.fileio import ensure_writable
+
+    for path, what in ((args.json_out, "--json"), (args.jsonl_out, "--jsonl"), (args.csv_out, "--csv")):
+        if path is not None:
+            ensure_writable(path, f"{what} file")
+    if args.html_out is not None:
+        ensure_writable(args.html_out, "--html report")
+    if args.writes_vllm_result:
+        folder = args.result_dir or Path(".")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ServetuneError(
+                f"cannot create --result-dir {folder}: {err.strerror}", "give a writable folder"
+            ) from None
+        ensure_writable(folder / ".servetune-result-check", "--result-dir")
+
+
+async def _wait_ready(url: str, api_key: str | None, timeout_s: float) -> None:
+    """vLLM's --ready-check-timeout-sec: poll /health until it answers 200."""
+    import asyncio
+    import time
+
+    from servetune.control.client import ControlClient, ControlError, ControlTimeouts
+
+    deadline = time.monotonic() + timeout_s
+    client = ControlClient(url, api_key=api_key, timeouts=ControlTimeouts(total_s=5.0))
+    while True:
+        try:
+            if await client.health() == 200:
+                return
+        except ControlError:
+            pass
+        if time.monotonic() > deadline:
+            raise ServetuneError(
+                f"{url} was not ready within {timeout_s:g} s (/health)", "start the server, or wait longer"
+            )
+        await asyncio.sleep(1.0)
+
+
+async def _first_model(url: str, api_key: str | None) -> str:
+    """vLLM's rule without --model: the first model the server lists."""
+    from servetune.control.client import ControlClient
+
+    models = await ControlClient(url, api_key=api_key).models()
+    if not models.names:
+        raise ServetuneError(f"{url}/v1/models lists no model", "give --model NAME")
+    return models.names[0]
 
 
 def _verdict(summaries: list[Summary], max_error_rate: float, accept_warnings: bool) -> None:
@@ -178,71 +156,89 @@ def _print_summary(summary: Summary, title: str) -> None:
         typer.secho(line, fg="yellow" if line.startswith("WARNING") else None)
 
 
-def _single(
-    url: str,
-    model: str,
-    workload: Workload,
-    shape: LoadShape,
-    kwargs: dict[str, Any],
-    json_out: Path | None,
-    jsonl_out: Path | None,
-    csv_out: Path | None,
-    progress: bool,
-) -> Summary:
+def _single(args: BenchArgs, model: str, workload: Workload, shape: LoadShape, kwargs: dict[str, Any]) -> LoadResult:
+    from servetune.fileio import atomic_write_text
     from servetune.load.runner import run_load
     from servetune.metrics.export import write_jsonl, write_requests_csv
 
-    result = _run(run_load(url, model, workload, shape, progress=progress, **kwargs))
+    result = _run(run_load(args.url, model, workload, shape, progress=args.progress, **kwargs))
     level = f"concurrency {shape.concurrency}" if shape.kind == "concurrency" else f"rate {shape.rate:g}/s"
-    _print_summary(result.summary, f"{model} @ {url} — {level}")
-    if json_out:
-        json_out.write_text(result.to_json())
-    if jsonl_out:
-        write_jsonl(result.records, jsonl_out)
-    if csv_out:
-        write_requests_csv(result.records, csv_out)
-    return result.summary
+    _print_summary(result.summary, f"{model} @ {args.url} — {level}")
+    if args.json_out:
+        atomic_write_text(args.json_out, result.to_json())
+    if args.jsonl_out:
+        write_jsonl(result.records, args.jsonl_out)
+    if args.csv_out:
+        write_requests_csv(result.records, args.csv_out)
+    return result
 
 
 def _sweep(
-    url: str,
-    model: str,
-    workload: Workload,
-    shape: LoadShape,
-    levels: list[float],
-    kwargs: dict[str, Any],
-    json_out: Path | None,
-    csv_out: Path | None,
-    progress: bool,
-) -> list[Summary]:
+    args: BenchArgs, model: str, workload: Workload, shape: LoadShape, kwargs: dict[str, Any]
+) -> tuple[list[LoadResult], list[Summary]]:
+    from servetune.fileio import atomic_write_text
     from servetune.load.sweep import run_sweep
     from servetune.metrics.export import summary_row, write_summary_csv
-    from servetune.metrics.render import summary_lines
+    from servetune.metrics.render import sweep_lines
 
-    result = _run(run_sweep(url, model, workload, shape, levels, progress=progress, **kwargs))
-    typer.echo(
-        f"{'level':>8}{'req/s':>10}{'out tok/s':>12}{'p50 ttft':>10}{'p99 ttft':>10}{'p50 tpot':>10}{'failed':>8}"
-    )
-    for p in result.points:
-        s = p.result.summary
-        typer.echo(
-            f"{p.level:>8g}{s.request_throughput:>10.2f}{s.output_throughput:>12.1f}{s.ttft_ms.p50 or 0:>10.1f}"
-            f"{s.ttft_ms.p99 or 0:>10.1f}{s.tpot_ms.p50 or 0:>10.2f}{s.failed:>8}"
-        )
-        for line in summary_lines(s)[1:]:
-            if line.startswith("WARNING"):
-                typer.secho(f"   {line}", fg="yellow")
+    assert args.sweep is not None
+    result = _run(run_sweep(args.url, model, workload, shape, list(args.sweep), progress=args.progress, **kwargs))
+    for line in sweep_lines([(p.level, p.result.summary) for p in result.points], shape.kind):
+        typer.secho(line, fg="yellow" if line.lstrip().startswith("WARNING") else None)
     if result.saturated_at is not None:
         typer.echo(f"saturated at {result.saturated_at:g}: {result.reason}")
-    if json_out:
-        json_out.write_text(result.to_json())
-    if csv_out:
+    if args.json_out:
+        atomic_write_text(args.json_out, result.to_json())
+    if args.csv_out:
         write_summary_csv(
-            [summary_row(p.result.summary, level=p.level, kind=shape.kind) for p in result.points], csv_out
+            [summary_row(p.result.summary, level=p.level, kind=shape.kind) for p in result.points], args.csv_out
         )
     # The level the sweep stopped at is saturated by definition (its failures are what stopped it): the verdict
     # judges the levels before it.
-    return [p.result.summary for p in result.points if p.level != result.saturated_at]
+    judged = [p.result.summary for p in result.points if p.level != result.saturated_at]
+    return [p.result for p in result.points], judged
+
+
+def _files(args: BenchArgs, options: LoadOptions, model: str, results: list[LoadResult]) -> None:
+    """vLLM's result JSON with servetune's run beside it (--save-result), and the bench report (--html)."""
+    from servetune.report.bench_files import bench_runs, write_bench_outputs
+
+    runs = bench_runs(args, options, model, results)
+    for kind, path in write_bench_outputs(args, options, runs, results).items():
+        typer.echo(f"{kind:15s} {path}")
+
+
+def import_runs(
+    files: list[Path] = typer.Argument(
+        ...,
+        help="Result files: vllm bench serve --save-result JSON, a vllm bench sweep folder's run=N.json, "
+        "GuideLLM benchmarks.json, AIPerf profile_export_aiperf.json / profile_export.jsonl (or their folder).",
+    ),
+    into: Path = typer.Option(..., "--into", help="The bench folder to add them to (created if missing)."),
+) -> None:
+    """Copy other tools' results into a bench folder as servetune runs, for `servetune report DIR`.
+
+    Per-request timings are kept where the file has them (vLLM --save-detailed, AIPerf's JSONL, GuideLLM's
+    requests), so the report recomputes every figure with vLLM's definitions."""
+    import re
+
+    from servetune.metrics.imports import read_runs
+    from servetune.metrics.runs import write_run
+
+    written = 0
+    for file in files:
+        if not file.exists():
+            raise ServetuneError(f"{file} does not exist", "give result files written by a benchmark tool")
+        for run in read_runs(file):
+            base = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{run.source.tool}-{run.source.label}-{run.source.level_text}")
+            stem, n = base, 1
+            while (into / f"{stem}.servetune.json").exists():
+                n += 1
+                stem = f"{base}-{n}"
+            path = write_run(into, stem, run)
+            written += 1
+            typer.echo(f"{run.source.tool:9s} {run.name:40s} {len(run.records):7,} requests  {path}")
+    typer.echo(f"{written} run(s) in {into}; draw them with `servetune report {into}`")
 
 
 def mock_server(
@@ -292,5 +288,6 @@ def mock_server(
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to the app."""
-    app.command("bench")(bench)
+    app.command("bench", context_settings=PASSTHROUGH, add_help_option=False)(bench)
+    app.command("import")(import_runs)
     app.command("mock-server")(mock_server)

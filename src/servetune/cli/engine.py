@@ -8,15 +8,23 @@ unless `--pass-unknown-flags` says to pass it on.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from servetune.errors import ServetuneError
 
+if TYPE_CHECKING:  # the CLI imports its rooms lazily (fast --help); the types are for mypy
+    from servetune.engines.config import EngineConfig
+    from servetune.engines.launch import RunningEngine
+    from servetune.suite.result import ProbeResult
+
 PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-def _config(engine: str, model: str | None, served: str | None, tiny: bool, extra: list[str], unknown: bool):
+def _config(
+    engine: str, model: str | None, served: str | None, tiny: bool, extra: list[str], unknown: bool
+) -> EngineConfig:
     from servetune.engines.config import EngineConfig
     from servetune.engines.registry import adapter_for
     from servetune.engines.vocab import parse_argv
@@ -39,7 +47,7 @@ def _config(engine: str, model: str | None, served: str | None, tiny: bool, extr
     )
 
 
-def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):
+def _launch(cfg: EngineConfig, log_dir: Path, timeout: float, port: int | None, host: str) -> RunningEngine:
     from rich.console import Console
     from rich.markup import escape
 
@@ -57,7 +65,7 @@ def _launch(cfg, log_dir: Path, timeout: float, port: int | None, host: str):
     )
 
 
-def _print_check(result, base_url: str, model: str) -> None:
+def _print_check(result: ProbeResult, base_url: str, model: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -75,7 +83,9 @@ def _print_check(result, base_url: str, model: str) -> None:
     console.print("[bold green]PASS[/]" if passed else "[bold red]FAIL[/]")
 
 
-def _acceptance(base_url: str, model: str, long_context: int | None, api_key: str | None, timeout: float):
+def _acceptance(
+    base_url: str, model: str, long_context: int | None, api_key: str | None, timeout: float
+) -> tuple[ProbeResult, str]:
     import asyncio
 
     from servetune.control.client import normalize_base_url

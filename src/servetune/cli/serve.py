@@ -4,17 +4,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from servetune.cli.engine import PASSTHROUGH
 from servetune.errors import ServetuneError
 
+if TYPE_CHECKING:  # the CLI imports its rooms lazily (fast --help); the types are for mypy
+    from servetune.engines.config import EngineConfig
+    from servetune.operate.evidence import Evidence
+    from servetune.operate.fallback import Fallback
+    from servetune.operate.source import Source
 
-def _source(source: Path | None, engine: str | None, model: str | None, served: str | None, extra: list[str]):
+
+def _source(source: Path | None, engine: str | None, model: str | None, served: str | None, extra: list[str]) -> Source:
     """A tuning folder / config file, or a config from the command line (`--engine E --model M -- flags`)."""
     from servetune.engines.config import EngineConfig
-    from servetune.operate.source import Evidence, Source, load_source
+    from servetune.operate.evidence import Evidence
+    from servetune.operate.source import Source, load_source
 
     if source is not None:
         if engine or model or extra:
@@ -35,7 +43,9 @@ def _source(source: Path | None, engine: str | None, model: str | None, served: 
     return Source(cfg=resolve_model(cfg), evidence=Evidence(origin="command line"))
 
 
-def _fallback(path: Path | None, cfg, gpu: str | None, gpus: int | None, evidence):
+def _fallback(
+    path: Path | None, cfg: EngineConfig, gpu: str | None, gpus: int | None, evidence: Evidence
+) -> Fallback | None:
     from servetune.operate.fallback import given_fallback, plan_fallback
 
     if path is not None:
@@ -108,8 +118,8 @@ def register(app: typer.Typer) -> None:
             given_source, extra = None, [str(source), *extra]
         src = _source(given_source, engine, model, served_model_name, extra)
         if switch is not None:
+            from servetune.operate.control import request_switch
             from servetune.operate.source import load_source
-            from servetune.operate.switch import request_switch
 
             new = load_source(switch).cfg
             result = request_switch(run_dir, new, timeout_s=(startup_timeout or 600.0) + drain + 120)

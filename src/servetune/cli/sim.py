@@ -33,7 +33,7 @@ def sim_serve(ctx: typer.Context) -> None:
 
     Usage: servetune sim-serve MODEL [vLLM flags] [--gpu H200x1] [--time-scale 10] [--calibration p.json]
     (MODEL: a directory with config.json, or a bundled name; an unknown flag is an error unless
-    --allow-unknown-flags)
+    --pass-unknown-flags; --show-config prints what was understood, as `plan --show-config` does, and stops)
     """
     import asyncio
 
@@ -44,6 +44,8 @@ def sim_serve(ctx: typer.Context) -> None:
     if any(a in ("-h", "--help") for a in ctx.args):
         typer.echo(sim_serve.__doc__)
         raise typer.Exit(0)
+    if _show_config(list(ctx.args)):
+        return
     args = parse_sim_args(list(ctx.args))
     dep = build_deployment(args)
     _vllm_log(
@@ -58,14 +60,12 @@ def sim_serve(ctx: typer.Context) -> None:
 
 ESTIMATE_ALIASES = {
     "--num-requests": "requests",
-    "--input-len": "input_tokens",
-    "--output-len": "output_tokens",
-    "--request-rate": "rate",
     "--shared-prefix-len": "prefix_tokens",
     "--workload-seed": "seed",
     "--spread": "range_ratio",
 }
-"""estimate's flags of servetune 0.1, still read (bench's names are the ones documented)."""
+"""estimate's flags of servetune 0.1, still read (bench's names are the ones documented; its 0.1 spellings
+`--input-len`, `--output-len` and `--request-rate` are vLLM bench serve's, read by `LoadOptions` itself)."""
 
 
 def _estimate_parser() -> argparse.ArgumentParser:
@@ -99,7 +99,7 @@ def _estimate_help() -> str:
         "TTFT of one request class (default: the first) into API server, queue, prefill steps, mixed steps,",
         "waits between chunks and the first token's hand-over, so a slow prediction says why.",
         "",
-        "Load options (the same as servetune bench's):",
+        "Load options (the same as servetune bench's, vLLM bench serve's names included):",
         *LoadOptions.help_lines(),
         "",
         "Older spellings still read: "
@@ -107,9 +107,23 @@ def _estimate_help() -> str:
         "",
         "vLLM flags by vLLM's names (e.g. -tp 2, --max-model-len 128K, --max-num-seqs 64), plus --gpu NAME[xN],",
         "--calibration, --acceptance-rate, --vllm-version. --seed is the workload's (as in bench). An unknown flag",
-        "is an error; --allow-unknown-flags simulates without it.",
+        "is an error; --pass-unknown-flags simulates without it. --show-config prints what was understood (the",
+        "engine config and GPUs, as `plan --show-config` prints them) and stops.",
     ]
     return "\n".join(lines)
+
+
+def _show_config(words: list[str]) -> bool:
+    """`--show-config`: prints the target the words name (the engine config and GPUs, as `plan --show-config`
+    prints them) and says the command should stop there."""
+    if "--show-config" not in words:
+        return False
+    import json
+
+    from servetune.sim.flags import sim_target
+
+    typer.echo(json.dumps(sim_target([w for w in words if w != "--show-config"]).shown(), indent=2))
+    return True
 
 
 def estimate(ctx: typer.Context) -> None:
@@ -135,6 +149,8 @@ def estimate(ctx: typer.Context) -> None:
         raise typer.Exit(0)
     own, rest = _estimate_parser().parse_known_args(list(ctx.args))
     options, rest = LoadOptions.from_argv(rest, aliases=ESTIMATE_ALIASES)
+    if _show_config(rest):
+        return
     args = parse_sim_args(rest)
     for path in (own.json_out, own.jsonl_out):
         if path and path != "-" and not Path(path).parent.is_dir():

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
 import typer
+
+from servetune.errors import ServetuneError
 
 
 def register(app: typer.Typer) -> None:
@@ -26,6 +29,9 @@ def tune(
     experiment: Path = typer.Argument(..., help="Experiment file (YAML); see docs/experiment.md."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Experiment folder (default: runs/<name>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run; finished runs are kept."),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="Resume, and run variants that failed (a transient crash) again."
+    ),
     check: bool = typer.Option(False, "--check", help="Only validate the file and print the plan (nothing launches)."),
     as_json: bool = typer.Option(False, "--json", help="With --check: print the plan as JSON."),
 ) -> None:
@@ -54,11 +60,20 @@ def tune(
     console = Console(stderr=True)
     try:
         outcome = run_experiment(
-            exp, folder, resume=resume, emit=lambda line: console.print(line, markup=False, highlight=False)
+            exp,
+            folder,
+            resume=resume,
+            retry_failed=retry_failed,
+            emit=lambda line: console.print(line, markup=False, highlight=False),
         )
     except KeyboardInterrupt:
+        from servetune.report.rewrite import rewrite_reports
+
+        written = ""
+        with contextlib.suppress(ServetuneError, OSError, KeyError):  # the finished runs' reports, readable at once
+            written = f" (reports of the finished runs: {rewrite_reports(folder)['html']})"
         typer.secho(
-            f"\ninterrupted: every finished run is kept in {folder}; continue with "
+            f"\ninterrupted: every finished run is kept in {folder}{written}; continue with "
             f"`servetune tune {experiment} --out {folder} --resume`",
             err=True,
         )
@@ -66,11 +81,18 @@ def tune(
     print_outcome(outcome, write_outcome(exp, outcome))
 
 
-def report(folder: Path = typer.Argument(..., help="An experiment folder written by `servetune tune`.")) -> None:
-    """Rewrite the reports (CSV, JSON, markdown, HTML) of an experiment folder from its store."""
-    from servetune.report.rewrite import rewrite_reports
+def report(
+    paths: list[Path] = typer.Argument(
+        ...,
+        help="An experiment folder (`servetune tune --out`), a bench folder (`bench --save-result --result-dir`), "
+        "or result files of vllm bench serve, GuideLLM or AIPerf.",
+    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Where the bench report goes (default: the folder)."),
+) -> None:
+    """Rewrite an experiment folder's reports from its store, or draw the bench report of measured runs (any tool's)."""
+    from servetune.report.rewrite import write_report
 
-    for kind, path in rewrite_reports(folder).items():
+    for kind, path in write_report(paths, out).items():
         typer.echo(f"{kind:15s} {path}")
 
 

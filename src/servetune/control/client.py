@@ -107,7 +107,8 @@ def parse_models(payload: Any) -> Models:
     for e in data if isinstance(data, list) else []:
         if not isinstance(e, dict) or e.get("id") is None:
             continue
-        aliases = e.get("aliases") if isinstance(e.get("aliases"), list) else []
+        listed = e.get("aliases")
+        aliases = listed if isinstance(listed, list) else []
         owner = e.get("owned_by")
         entries.append(
             ModelEntry(

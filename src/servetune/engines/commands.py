@@ -22,13 +22,13 @@ from servetune.engines.flagtable import table_for
 from servetune.engines.vocab import normalize_flags, parse_argv, to_argv
 from servetune.errors import ServetuneError
 from servetune.model.bundled import BUNDLED_DIR, bundled_model
+from servetune.secrets import is_secret_flag, is_secret_name
 
 DEV_ONLY: dict[str, tuple[object, str]] = {
     "load-format": ("dummy", "it serves random weights, a servetune test setting; production loads the checkpoint"),
 }
 """Flag values that only make sense in a servetune test run: (value, why), dropped from production commands."""
 
-_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
 _API_KEY_ENV = {"vllm": "VLLM_API_KEY", "sim": "VLLM_API_KEY", "llamacpp": "LLAMA_API_KEY", "sglang": "SGLANG_API_KEY"}
 """The environment variable each engine itself reads its API key from, so the reference is the natural one."""
 
@@ -53,23 +53,6 @@ class _Ref:
 
 
 _Word = str | _Ref
-
-
-def is_secret_name(name: str, extra: tuple[str, ...] = ()) -> bool:
-    """Whether an environment variable or flag name looks like it holds a secret (`HF_TOKEN`, `api-key`, ...):
-    it contains KEY, TOKEN, SECRET or PASSWORD (TOKENIZER does not count), or the user listed it."""
-    upper = name.upper().replace("-", "_")
-    if upper in {e.upper().replace("-", "_") for e in extra}:
-        return True
-    plain = upper.replace("TOKENIZER", "")
-    return any(word in plain for word in _SECRET_WORDS)
-
-
-def _secret_flag(name: str, extra: tuple[str, ...]) -> bool:
-    """A flag whose value is a secret: its last word is key, token, secret or password (`api-key`, `hf-token`,
-    `ssl-keyfile-password`; not `max-num-batched-tokens` or `speculative-token-map`), or the user listed it."""
-    last = name.rsplit("-", 1)[-1].upper()
-    return last in _SECRET_WORDS or name.upper().replace("-", "_") in {e.upper().replace("-", "_") for e in extra}
 
 
 def serve_command(
@@ -199,7 +182,7 @@ def _plan(cfg: EngineConfig, *, production: bool, model_path: str | None, secret
     words: list[_Word] = []
     for name, value in flags.items():
         argv: list[_Word] = list(to_argv(engine, {name: value}, version=version))
-        if argv and isinstance(value, str | list) and _secret_flag(name, secrets):
+        if argv and isinstance(value, str | list) and is_secret_flag(name, secrets):
             ref = _Ref(_API_KEY_ENV[engine] if name == "api-key" else name.upper().replace("-", "_"))
             argv = [str(argv[0]).partition("=")[0], ref]
             notes.append(f"set {ref.name} in the environment: the value of --{name} is not written here")
@@ -331,7 +314,7 @@ def parse_command(text: str, *, version: str | None = None, allow_unknown: bool 
     while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
         key, _, value = words.pop(0).partition("=")
         env[key] = value
-    for prefix, engine in _LAUNCHERS:
+    for prefix, engine in _LAUNCHERS:  # noqa: B007 - `engine` is the one the loop breaks on
         if tuple(w.rsplit("/", 1)[-1] if i == 0 else w for i, w in enumerate(words[: len(prefix)])) == prefix:
             rest = words[len(prefix) :]
             break

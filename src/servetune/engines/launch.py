@@ -26,6 +26,7 @@ from servetune.errors import ServetuneError
 from servetune.process.group import ProcessGroup, TeardownReport
 from servetune.process.logfollow import LogFollower, read_text
 from servetune.process.ports import free_port
+from servetune.secrets import Redactor
 
 POLL_S = 0.02
 """Readiness poll period: the mean delay from "ready" to "known" is about half of it plus one probe."""
@@ -127,12 +128,31 @@ def launch(
     When servetune picked the port itself and something grabbed it before the engine bound it, the launch is
     retried once on a new free port.
     """
+    _check_model_path(cfg)
     try:
         return _launch_once(cfg, log_dir, startup_timeout_s, host, port or free_port(host), on_progress)
     except EngineLaunchError as err:
         if port is not None or err.failure.klass != "port_in_use":
             raise
     return _launch_once(cfg, log_dir, startup_timeout_s, host, free_port(host), on_progress)
+
+
+def _check_model_path(cfg: EngineConfig) -> None:
+    """A model given as a local path that is not there fails as `model_missing` before any process starts (vLLM
+    takes 15 s to say so as a Hugging Face error). A bare `org/name` is a Hub id and is left to the engine;
+    llama.cpp always takes a file."""
+    model = cfg.model
+    is_path = model.startswith(("/", "./", "../", "~")) or cfg.engine == "llamacpp"
+    if is_path and not Path(model).expanduser().exists():
+        what = "GGUF file" if cfg.engine == "llamacpp" else "model directory"
+        hub = "" if cfg.engine == "llamacpp" else ", or give a Hugging Face id such as Qwen/Qwen3-8B"
+        raise EngineLaunchError(
+            FailureInfo(
+                klass="model_missing",
+                excerpt=f"servetune: the {what} {model} does not exist",
+                hint=f"check the path{hub}",
+            )
+        )
 
 
 def _launch_once(
@@ -149,7 +169,7 @@ def _launch_once(
     log_path = log_path_for(cfg, log_dir, port)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env_txt = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    log_path.write_text(f"# servetune launch: {env_txt} {shlex.join(argv)}\n")
+    log_path.write_text(Redactor.of(cfg).text(f"# servetune launch: {env_txt} {shlex.join(argv)}\n"))
     header = log_path.stat().st_size
     t0 = time.monotonic()
     try:

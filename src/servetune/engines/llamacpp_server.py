@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
 PREFIX = "servetune-llamacpp:"
 
@@ -65,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _params(args: argparse.Namespace):
+def _params(args: argparse.Namespace) -> Any:  # xllamacpp.CommonParams (untyped)
     import xllamacpp as xlc
 
     p = xlc.CommonParams()

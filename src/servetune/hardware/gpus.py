@@ -9,6 +9,7 @@ memory (`A100`, `V100`, `H100`) is an error listing the exact models, never a si
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GPUSpec, get_gpu, is_known, parse_custom
@@ -21,7 +22,17 @@ _PREFIX = re.compile(r"^(\d+)\s*[x×*]\s*(.+)$", re.IGNORECASE)
 _SUFFIX = re.compile(r"^(.+?)\s*[x×*]\s*(\d+)$", re.IGNORECASE)
 
 
-def parse_gpu_arg(text: str) -> tuple[GPUSpec, int]:
+@dataclass(frozen=True)
+class GpuChoice:
+    """What a `--gpu` argument says: the model, how many, and whether the count was said (`x2`, `x1`, `local`'s
+    devices) or only implied (`H200`: as many as the engine's parallelism asks for, `plan.placement`)."""
+
+    gpu: GPUSpec
+    count: int
+    counted: bool
+
+
+def parse_gpu_arg(text: str) -> GpuChoice:
     """The GPU model and count a `--gpu` argument names (see the module docstring for the forms)."""
     raw, count, counted = str(text).strip(), 1, False
     if not raw:
@@ -37,11 +48,11 @@ def parse_gpu_arg(text: str) -> tuple[GPUSpec, int]:
             f"GPU count in {text!r} must be between 1 and {MAX_GPUS}", "write e.g. A100-80G-SXMx2 (two GPUs)"
         )
     if raw.lower().startswith("custom"):
-        return parse_custom(raw), count
+        return GpuChoice(parse_custom(raw), count, counted)
     if raw.lower() in ("local", "auto"):
         gpu, found = local_gpu()
-        return gpu, count if counted else found
-    return get_gpu(raw), count
+        return GpuChoice(gpu, count if counted else found, True)
+    return GpuChoice(get_gpu(raw), count, counted)
 
 
 def local_gpu() -> tuple[GPUSpec, int]:
@@ -57,6 +68,7 @@ def local_gpu() -> tuple[GPUSpec, int]:
     if gpu is None:
         raise ServetuneError(
             f"local GPU {first.name!r} is not in the catalog",
-            f"describe it: --gpu 'custom:mem={first.total_bytes / 1024**3:.1f},bw=<GB/s>,tflops=<dense TFLOP/s>,cc=<x.y>'",
+            f"describe it: --gpu 'custom:mem={first.total_bytes / 1024**3:.1f},"
+            "bw=<GB/s>,tflops=<dense TFLOP/s>,cc=<x.y>'",
         )
     return gpu, sum(1 for d in devices if d.name == first.name)

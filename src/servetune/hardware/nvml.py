@@ -57,12 +57,12 @@ class DeviceReading(NamedTuple):
 def read_devices() -> list[DeviceReading]:
     """Name and memory of each local GPU; empty without pynvml or without a GPU."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         return []
     try:
         pynvml.nvmlInit()
-    except Exception:  # NVML raises its own error types when no driver is present
+    except Exception:  # noqa: BLE001 - NVML raises its own error types when no driver is present
         return []
     try:
         found = []

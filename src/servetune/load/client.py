@@ -13,12 +13,17 @@ import time
 from collections.abc import Callable
 
 from servetune.load.http1 import Pool, ResponseError, _Conn
-from servetune.load.prompts import Turn
+from servetune.load.prompts import Conversation, Turn
 from servetune.load.shape import Timeouts
 from servetune.load.sse import StreamState, parse_final
-from servetune.metrics.record import ErrorClass, RequestRecord
+from servetune.metrics.record import ErrorClass, Phase, RequestRecord
 
 _now = time.monotonic_ns
+_DEFAULTS = {
+    name: field.get_default(call_default_factory=True)
+    for name, field in RequestRecord.model_fields.items()
+    if not field.is_required()
+}
 
 
 class _Timeout(Exception):
@@ -87,6 +92,36 @@ class Client:
         self.count_output = count_output  # a local tokenizer: counts output text (usage fallback, cross-check)
         self.keep_text = keep_text
         self.watchdog = watchdog
+
+    async def run_conversation(
+        self,
+        conv: Conversation,
+        phase: Phase,
+        scheduled_ns: int,
+        dispatched_ns: int,
+        emit: Callable[[RequestRecord], None],
+    ) -> None:
+        """Sends a conversation's turns one after another, each after the previous answer; `emit` gets every
+        record as it ends. A failed turn ends the conversation (the next turn would hold a history it lacks)."""
+        for k, turn in enumerate(conv.turns):
+            rec = RequestRecord.model_construct(
+                **{
+                    **_DEFAULTS,
+                    "index": conv.index,
+                    "traffic_class": conv.cls,
+                    "phase": phase,
+                    "conversation": conv.index,
+                    "turn": k,
+                    "scheduled_ns": scheduled_ns,
+                    "dispatched_ns": dispatched_ns,
+                    "chunk_ns": [],
+                }
+            )
+            rec = await self.send(turn, rec)
+            emit(rec)
+            if not rec.ok:
+                break
+            scheduled_ns = dispatched_ns = _now()  # the next turn follows the answer at once
 
     def body(self, turn: Turn) -> bytes:
         body: dict = {"model": self.model, **turn.fields, "stream": self.stream}
@@ -189,6 +224,7 @@ class Client:
         if usage:
             record.prompt_tokens = usage.get("prompt_tokens")
             record.usage_output_tokens = usage.get("completion_tokens")
+            state.settle_closing_chunk(record.usage_output_tokens)
             details = usage.get("completion_tokens_details") or {}
             record.reasoning_tokens = int(details.get("reasoning_tokens") or 0)
         text = (facts.get("reasoning_text") or "") + (facts.get("text") or "")

@@ -5,12 +5,24 @@ and turn them into a `Workload` and a `LoadShape` here, so the same flags mean t
 Every value is checked at the edge, before any work starts (positive counts, finite numbers, one of
 concurrency or rate); a bad one is a `ServetuneError` naming the flag. `from_argv` reads the options from raw
 argv (estimate passes vLLM flags through as well), `parse` from values a CLI framework already parsed.
+
+`vllm bench serve`'s load flags are read by their names with vLLM's meanings (`VLLM_FLAGS`): `--num-prompts`
+is `--requests`, `--request-rate` is `--rate`, `--random-input-len` is `--input-tokens`, and the flags whose
+meaning needs arithmetic are translated: `--random-prefix-len P` is a shared prefix of P tokens *on top of* the
+input length (vLLM counts it apart; servetune's `--prefix-tokens` counts it in), `--max-concurrency N` alone is a
+closed loop of N (vLLM sends every request at t = 0 and lets N run at once: the same load), no load flag at all
+is vLLM's default `--request-rate inf`, `--burstiness` other than 1 means gamma arrivals, `--dataset-name
+sharegpt|custom` read a local file without `ignore_eos` unless `--ignore-eos` is given (vLLM's rule; `random`
+always ignores EOS), `--dataset-name prefix_repetition` is servetune's shared-prefix workload. vLLM's spelling
+of the random dataset brings its default input length (1024 tokens); other defaults are servetune's (100 requests,
+not vLLM's 1000; percentiles 50,90,95,99, not 99 alone — a superset).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -18,13 +30,55 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from servetune.errors import ServetuneError
 from servetune.load.shape import LoadShape, Timeouts
-from servetune.load.workload import Dist, RequestClass, Workload
+from servetune.load.workload import Dist, FileSource, RequestClass, Workload
 from servetune.metrics.slo import Slos
 
 MAX_CONCURRENCY = 100_000
 """A sanity bound on requests in flight (a typo such as `--concurrency 1000000000` is an error, not a run)."""
 DEFAULT_REQUESTS = 100
 """Measured requests when neither `--requests` nor `--duration` bounds the run."""
+DATASET_NAMES = ("random", "sharegpt", "custom", "prefix_repetition")
+"""The `--dataset-name` values of `vllm bench serve` that servetune runs (the others read the Hub or media)."""
+_PREFIX_REPETITION = {"prefix_len": 256, "suffix_len": 256, "num_prefixes": 10, "output_len": 128}
+"""vLLM's defaults of `--prefix-repetition-*`."""
+
+
+@dataclass(frozen=True)
+class VllmFlag:
+    """A flag of `vllm bench serve` that servetune reads: `dest` is a `LoadOptions` field (the same meaning under
+    another name) or a key the model translates (`_vllm_meanings`)."""
+
+    flag: str
+    dest: str
+    help: str
+    store_true: bool = False
+    nargs: str | None = None
+
+
+VLLM_FLAGS: tuple[VllmFlag, ...] = (
+    VllmFlag("--num-prompts", "requests", "= --requests"),
+    VllmFlag("--request-rate", "rate", "= --rate; inf (vLLM's default) sends every request at once"),
+    VllmFlag("--random-input-len", "input_tokens", "= --input-tokens"),
+    VllmFlag("--input-len", "input_tokens", "= --input-tokens"),
+    VllmFlag("--random-output-len", "output_tokens", "= --output-tokens"),
+    VllmFlag("--output-len", "output_tokens", "= --output-tokens (also a dataset's output length)"),
+    VllmFlag("--sharegpt-output-len", "output_tokens", "= --output-tokens for a ShareGPT file"),
+    VllmFlag("--custom-output-len", "custom_output_len", "output tokens of a custom file (vLLM: 256; -1: the file's)"),
+    VllmFlag("--random-range-ratio", "range_ratio", "= --range-ratio (a number, or {'input': r, 'output': r})"),
+    VllmFlag("--random-prefix-len", "random_prefix_len", "a shared prefix of N tokens on top of the input length"),
+    VllmFlag("--dataset-name", "dataset_name", "random, sharegpt, custom (a local JSONL) or prefix_repetition"),
+    VllmFlag("--dataset-path", "dataset", "= --dataset (a local file; servetune never downloads)"),
+    VllmFlag("--disable-shuffle", "disable_shuffle", "keep a ShareGPT file's order", store_true=True),
+    VllmFlag("--ignore-eos", "ignore_eos", "= --output-control ignore_eos", store_true=True),
+    VllmFlag("--num-warmups", "warmup_requests", "= --warmup-requests"),
+    VllmFlag("--metric-percentiles", "percentiles", "= --percentiles"),
+    VllmFlag("--goodput", "goodput", "SLOs as separate words: --goodput ttft:500 tpot:50", nargs="+"),
+    VllmFlag("--prefix-repetition-prefix-len", "prefix_repetition_prefix_len", "shared prefix tokens (256)"),
+    VllmFlag("--prefix-repetition-suffix-len", "prefix_repetition_suffix_len", "tokens after the prefix (256)"),
+    VllmFlag("--prefix-repetition-num-prefixes", "prefix_repetition_num_prefixes", "different prefixes (10)"),
+    VllmFlag("--prefix-repetition-output-len", "prefix_repetition_output_len", "output tokens (128)"),
+)
+"""`vllm bench serve`'s load flags (`--max-concurrency`, `--burstiness`, `--seed` share servetune's names)."""
 
 
 class LoadOptions(BaseModel):
@@ -47,16 +101,24 @@ class LoadOptions(BaseModel):
     turns: int = Field(1, ge=1, description="Turns per conversation (multi-turn)")
     mix: str | None = Field(None, description="Traffic mix name:weight:in:out,... (instead of input/output tokens)")
     dataset: Path | None = Field(None, description="Requests from a JSONL or ShareGPT JSON file")
+    dataset_name: Literal["random", "sharegpt", "custom", "prefix_repetition"] | None = Field(
+        None, description="vLLM's --dataset-name: random, sharegpt, custom (JSONL) or prefix_repetition"
+    )
+    shuffle: bool = Field(False, description="Requests of a file in a seeded random order (vLLM shuffles ShareGPT)")
     output_control: Literal["ignore_eos", "min_tokens", "none"] = Field(
         "ignore_eos", description="ignore_eos, min_tokens or none"
     )
     seed: int = Field(0, ge=0, description="Seed of the requests' lengths, texts and arrival times")
     concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="Closed loop: requests in flight")
-    rate: float | None = Field(None, gt=0, description="Open loop: requests per second (inf: all at once)")
+    rate: float | None = Field(
+        None, gt=0, description="Open loop: requests per second (inf: all at once, the default without --concurrency)"
+    )
     arrival: Literal["poisson", "gamma", "constant"] = Field("poisson", description="poisson, gamma or constant")
-    burstiness: float = Field(1.0, gt=0, allow_inf_nan=False, description="Gamma shape (1 = Poisson, <1 burstier)")
+    burstiness: float = Field(
+        1.0, gt=0, allow_inf_nan=False, description="Gamma shape (1 = Poisson, <1 burstier; not 1: gamma arrivals)"
+    )
     max_concurrency: int | None = Field(
-        None, ge=1, le=MAX_CONCURRENCY, description="Cap on requests in flight (open loop)"
+        None, ge=1, le=MAX_CONCURRENCY, description="Cap on requests in flight (alone: a closed loop of that many)"
     )
     requests: int | None = Field(None, ge=1, description=f"Measured requests (default {DEFAULT_REQUESTS})")
     duration: float | None = Field(None, gt=0, allow_inf_nan=False, description="Measured seconds")
@@ -70,6 +132,60 @@ class LoadOptions(BaseModel):
     inter_token_timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="Seconds between two tokens")
     goodput: str | None = Field(None, description="SLOs in ms, vLLM syntax: 'ttft:500 tpot:50 e2el:10000'")
     percentiles: str = Field("50,90,95,99", description="Percentiles to report, e.g. 50,90,99.9")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _vllm_meanings(cls, data: Any) -> Any:
+        """Translates vLLM's flags whose meaning needs arithmetic (see the module docstring) into servetune's."""
+        if not isinstance(data, dict):
+            return data
+        values = dict(data)
+        if isinstance(values.get("goodput"), list | tuple):
+            values["goodput"] = " ".join(values["goodput"])
+        if isinstance(values.get("range_ratio"), str) and values["range_ratio"].strip().startswith("{"):
+            values["range_ratio"] = _one_ratio(values["range_ratio"])
+        name = values.get("dataset_name")
+        if name == "random" or values.get("random_prefix_len") is not None:
+            values.setdefault("input_tokens", 1024)  # vLLM's --random-input-len default comes with its spelling
+        if values.pop("ignore_eos", False):
+            values["output_control"] = "ignore_eos"
+        elif name in ("sharegpt", "custom") and "output_control" not in values:
+            values["output_control"] = "none"  # vLLM asks for ignore_eos only on random data or with --ignore-eos
+        if name == "sharegpt" and not values.pop("disable_shuffle", False):
+            values.setdefault("shuffle", True)
+        values.pop("disable_shuffle", None)
+        custom = values.pop("custom_output_len", None)
+        if name == "custom" and "output_tokens" not in values:
+            custom = 256 if custom is None else _int(custom, "--custom-output-len")
+            if custom != -1:
+                values["output_tokens"] = custom
+        if (prefix := values.pop("random_prefix_len", None)) is not None and (n := _int(prefix, "--random-prefix-len")):
+            values["prefix_tokens"] = n
+            values["input_tokens"] = _int(values["input_tokens"], "--random-input-len") + n
+        repetition = {k: values.pop(f"prefix_repetition_{k}", None) for k in _PREFIX_REPETITION}
+        if name == "prefix_repetition":
+            got = {k: _int(v, f"--prefix-repetition-{k.replace('_', '-')}") for k, v in repetition.items() if v}
+            r = {**_PREFIX_REPETITION, **got}
+            values.update(
+                prefix_tokens=r["prefix_len"],
+                input_tokens=r["prefix_len"] + r["suffix_len"],
+                prefix_groups=r["num_prefixes"],
+                output_tokens=r["output_len"],
+            )
+        concurrency, rate = values.get("concurrency"), values.get("rate")
+        if concurrency is None and values.get("max_concurrency") is not None:
+            if rate is None or _is_inf(rate):
+                values["concurrency"] = values.pop("max_concurrency")  # all at t=0 with N in flight = a closed loop
+                values.pop("rate", None)
+        elif concurrency is None and rate is None:
+            timed = [f for f in ("duration", "warmup_s", "cooldown_s") if values.get(f) not in (None, 0, "0")]
+            if timed:
+                raise ServetuneError(
+                    f"--{timed[0].replace('_', '-')} needs a load: give --concurrency or --rate",
+                    "without either, every request is sent at once (vLLM's --request-rate inf), bounded by a count",
+                )
+            values["rate"] = math.inf  # vLLM's default --request-rate
+        return values
 
     @field_validator("rate")
     @classmethod
@@ -86,6 +202,16 @@ class LoadOptions(BaseModel):
             raise ServetuneError("--max-concurrency caps an open loop", "use it with --rate, or drop it")
         if self.output_std and self.range_ratio:
             raise ServetuneError("--output-std and --range-ratio both spread the output length", "give one of them")
+        if self.dataset_name in ("sharegpt", "custom") and self.dataset is None:
+            raise ServetuneError(
+                f"--dataset-name {self.dataset_name} needs --dataset-path",
+                "give the local file (servetune never downloads)",
+            )
+        if self.dataset_name in ("random", "prefix_repetition") and self.dataset is not None:
+            raise ServetuneError(
+                f"--dataset-name {self.dataset_name} makes its own requests: --dataset-path does not go with it",
+                "drop --dataset-path, or use --dataset-name sharegpt or custom for the file",
+            )
         if (self.mix or self.dataset) and (self.output_std or self.range_ratio):
             raise ServetuneError(
                 "--output-std and --range-ratio spread --input-tokens/--output-tokens",
@@ -116,26 +242,28 @@ class LoadOptions(BaseModel):
 
     @classmethod
     def from_argv(cls, argv: list[str], aliases: dict[str, str] | None = None) -> tuple[LoadOptions, list[str]]:
-        """The options found in `argv` (and the words left for others); `aliases` maps other spellings of a flag
-        (`--num-requests`) to a field (`requests`)."""
+        """The options found in `argv` (and the words left for others): servetune's flags, `vllm bench serve`'s
+        (`VLLM_FLAGS`) and `aliases`, other spellings of a field (`--num-requests` for `requests`)."""
         parser = _Parser(prog="load options", add_help=False, allow_abbrev=False)
-        for name in cls.model_fields:
-            extra = [flag for flag, field in (aliases or {}).items() if field == name]
-            parser.add_argument(_flag(name), *extra, dest=name, default=argparse.SUPPRESS)
+        add_arguments(parser, aliases)
         ns, rest = parser.parse_known_args(argv)
         return cls.parse(**vars(ns)), rest
 
     @classmethod
     def help_lines(cls) -> list[str]:
-        """One line per option, for a command's help text."""
-        return [f"  {_flag(name):<24} {info.description}" for name, info in cls.model_fields.items()]
+        """One line per option, for a command's help text: servetune's, then vLLM bench serve's names."""
+        lines = [f"  {_flag(name):<24} {info.description}" for name, info in cls.model_fields.items()]
+        lines += ["", "  vLLM bench serve's names (vLLM's meanings):"]
+        lines += [f"  {v.flag:<32} {v.help}" for v in VLLM_FLAGS]
+        return lines
 
     def classes(self) -> tuple[RequestClass, ...]:
         """The traffic classes of a synthetic workload (`--mix`, or the single class of the length options)."""
         if self.mix:
             return tuple(_mix(self.mix))
         spread = self.range_ratio * 3**-0.5
-        n_in: int | Dist = Dist(kind="uniform", mean=self.input_tokens, std=spread * self.input_tokens)
+        unique = self.input_tokens - self.prefix_tokens  # a shared prefix keeps its length (as vLLM's does)
+        n_in: int | Dist = Dist(kind="uniform", mean=self.input_tokens, std=spread * unique)
         n_out: int | Dist = Dist(kind="uniform", mean=self.output_tokens, std=spread * self.output_tokens)
         if not self.range_ratio:
             n_in = self.input_tokens
@@ -155,7 +283,14 @@ class LoadOptions(BaseModel):
 
     def workload(self) -> Workload:
         if self.dataset is not None:
-            workload = Workload.from_file(str(self.dataset), seed=self.seed)
+            fmt: Literal["auto", "jsonl", "sharegpt"] = "auto"
+            if self.dataset_name == "sharegpt":
+                fmt = "sharegpt"
+            elif self.dataset_name == "custom":
+                fmt = "jsonl"
+            given = self.output_tokens if "output_tokens" in self.model_fields_set else None
+            source = FileSource(path=str(self.dataset), format=fmt, output_tokens=given, shuffle=self.shuffle)
+            workload = Workload(seed=self.seed, source=source)
         else:
             workload = Workload(seed=self.seed, classes=self.classes())
         return workload.model_copy(update={"output_control": self.output_control})
@@ -179,8 +314,9 @@ class LoadOptions(BaseModel):
         if self.concurrency is not None:
             return LoadShape.closed(self.concurrency, **common)
         assert self.rate is not None  # _consistent
+        arrival = "gamma" if self.arrival == "poisson" and self.burstiness != 1 else self.arrival  # vLLM's rule
         return LoadShape.open(
-            self.rate, arrival=self.arrival, burstiness=self.burstiness, max_concurrency=self.max_concurrency, **common
+            self.rate, arrival=arrival, burstiness=self.burstiness, max_concurrency=self.max_concurrency, **common
         )
 
     def slos(self) -> Slos | None:
@@ -196,6 +332,63 @@ class LoadOptions(BaseModel):
     def level(self) -> str:
         """The load level in words, for a summary's title."""
         return f"concurrency {self.concurrency}" if self.concurrency is not None else f"rate {self.rate:g}/s"
+
+
+def add_arguments(parser: argparse.ArgumentParser, aliases: dict[str, str] | None = None) -> None:
+    """Adds every load option to an argparse parser (values stay strings; the model checks them): servetune's
+    flags, vLLM's names (`VLLM_FLAGS`) and extra `aliases` (flag → field), each spelling once."""
+    spellings: dict[str, list[str]] = {name: [_flag(name)] for name in LoadOptions.model_fields}
+    for flag, field in {**{v.flag: v.dest for v in VLLM_FLAGS if v.dest in spellings}, **(aliases or {})}.items():
+        if flag not in spellings[field]:
+            spellings[field].append(flag)
+    for name, flags in spellings.items():
+        if name == "shuffle":
+            parser.add_argument(*flags, dest=name, action="store_true", default=argparse.SUPPRESS)
+        elif name == "goodput":
+            parser.add_argument(*flags, dest=name, nargs="+", default=argparse.SUPPRESS)
+        else:
+            parser.add_argument(*flags, dest=name, default=argparse.SUPPRESS)
+    for v in VLLM_FLAGS:
+        if v.dest in spellings:
+            continue
+        if v.store_true:
+            parser.add_argument(v.flag, dest=v.dest, action="store_true", default=argparse.SUPPRESS)
+        else:
+            parser.add_argument(v.flag, dest=v.dest, nargs=v.nargs, default=argparse.SUPPRESS)
+
+
+def _int(value: Any, flag: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ServetuneError(f"{flag} {value!r} is not a whole number", f"give {flag} a token count") from None
+    if number < 0 and not (flag == "--custom-output-len" and number == -1):
+        raise ServetuneError(f"{flag} {value!r} is negative", f"give {flag} a token count ≥ 0")
+    return number
+
+
+def _is_inf(value: Any) -> bool:
+    try:
+        return math.isinf(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _one_ratio(text: str) -> float:
+    """vLLM's `--random-range-ratio '{"input": r, "output": r}'`: servetune spreads both by one ratio."""
+    import json
+
+    try:
+        ratios = json.loads(text)
+        values = {float(ratios[k]) for k in ("input", "output") if k in ratios}
+    except (ValueError, TypeError, KeyError):
+        raise ServetuneError(f"--random-range-ratio {text!r} is not a number or a JSON object", "e.g. 0.1") from None
+    if len(values) != 1:
+        raise ServetuneError(
+            f"--random-range-ratio {text}: servetune spreads input and output lengths by one ratio",
+            "give one number, or equal input and output ratios",
+        )
+    return values.pop()
 
 
 def number_list(text: str, what: str) -> list[float]:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from servetune.load.shape import LoadShape
 from servetune.metrics.record import RequestRecord
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 
 @contextlib.contextmanager
@@ -49,7 +53,7 @@ def live_progress(records: list[RequestRecord], shape: LoadShape, every_s: float
             live.update(render())
 
 
-async def _refresh(live, render, every_s: float) -> None:
+async def _refresh(live: Live, render: Callable[[], Any], every_s: float) -> None:
     while True:
         await asyncio.sleep(every_s)
         live.update(render())

@@ -8,25 +8,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
+import os
+import signal
+import tempfile
 import time
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from servetune.control.client import ControlTimeouts, normalize_base_url
 from servetune.errors import ServetuneError
 from servetune.load.client import Client, Watchdog
+from servetune.load.coordinator import Coordinator, Supply
 from servetune.load.http1 import Pool
+from servetune.load.monitor import LoopMonitor, client_process, usable_cores, young_collections_only
 from servetune.load.prompts import Conversation, RequestFactory
-from servetune.load.shape import LoadShape, Phaser
+from servetune.load.shape import LoadShape, Phaser, open_schedule
 from servetune.load.tokens import LocalTokenizer, make_counter
+from servetune.load.transport import LocalWorker, WorkerGone, WorkerLink
+from servetune.load.worker import WorkerSetup
 from servetune.load.workload import Workload
 from servetune.metrics.record import Phase, RequestRecord
 from servetune.metrics.slo import Slos
 from servetune.metrics.summary import Summary, summarize
+from servetune.metrics.validity import ClientReport
 
+STREAMS_PER_WORKER = 32  # default_workers: fewer streams than this per worker buys nothing
+SETUP_S = 60.0  # a worker has this long to start, import, and open its connections
+T = TypeVar("T")
 _now = time.monotonic_ns
 
 
@@ -53,15 +66,17 @@ class LoadResult(BaseModel):
 
 
 class _Run:
+    """The in-process driver (one worker): arrivals, phases and requests on this process's event loop."""
+
     def __init__(
         self,
         client: Client,
-        factory: RequestFactory,
+        supply: Supply,
         shape: LoadShape,
         on_record: Callable[[RequestRecord], None] | None,
     ) -> None:
         self.client = client
-        self.factory = factory
+        self.supply = supply
         self.shape = shape
         self.phaser = Phaser(shape)
         self.records: list[RequestRecord] = []
@@ -69,42 +84,17 @@ class _Run:
         self.start_ns = 0
         self.measure_tasks: list[asyncio.Task] = []
         self.other_tasks: set[asyncio.Task] = set()
-        self._convs: dict[int, Conversation] = {}
         self.next_index = 0
 
-    async def conversation(self, index: int) -> Conversation:
-        conv = self._convs.pop(index, None)
-        return conv if conv is not None else await self.factory.conversation(index)
-
-    async def prebuild(self, n: int) -> None:
-        """Builds the first conversations before the clock starts, so prompt building is not in the timeline."""
-        for i in range(n):
-            self._convs[i] = await self.factory.conversation(i)
+    def emit(self, rec: RequestRecord) -> None:
+        self.records.append(rec)
+        if self.on_record is not None:
+            self.on_record(rec)
 
     async def run_conversation(self, conv: Conversation, phase: Phase, scheduled_ns: int, dispatched_ns: int) -> None:
-        for k, turn in enumerate(conv.turns):
-            rec = RequestRecord.model_construct(
-                **{
-                    **_DEFAULTS,
-                    "index": conv.index,
-                    "traffic_class": conv.cls,
-                    "phase": phase,
-                    "conversation": conv.index,
-                    "turn": k,
-                    "scheduled_ns": scheduled_ns,
-                    "dispatched_ns": dispatched_ns,
-                    "chunk_ns": [],
-                }
-            )
-            rec = await self.client.send(turn, rec)
-            self.records.append(rec)
-            if self.on_record is not None:
-                self.on_record(rec)
-            if not rec.ok:
-                break
-            scheduled_ns = dispatched_ns = _now()  # the next turn follows the answer at once
+        await self.client.run_conversation(conv, phase, scheduled_ns, dispatched_ns, self.emit)
 
-    def _spawn(self, coro, phase: Phase) -> asyncio.Task:
+    def _spawn(self, coro: Coroutine[Any, Any, None], phase: Phase) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
         if phase == "measure":
             self.measure_tasks.append(task)
@@ -121,7 +111,7 @@ class _Run:
                     return
                 index = self.next_index
                 self.next_index += 1
-                conv = await self.conversation(index)
+                conv = await self.supply.get(index)
                 now = _now()
                 await self._spawn(self.run_conversation(conv, phase, now, now), phase)
 
@@ -131,7 +121,6 @@ class _Run:
     async def open_loop(self) -> None:
         shape = self.shape
         cap = asyncio.Semaphore(shape.max_concurrency) if shape.max_concurrency else None
-        offsets = shape.arrivals(4096)
 
         async def capped(conv: Conversation, phase: Phase, scheduled: int, dispatched: int) -> None:
             assert cap is not None
@@ -139,22 +128,13 @@ class _Run:
                 await self.run_conversation(conv, phase, scheduled, dispatched)
 
         async def dispatcher() -> None:
-            nonlocal offsets
-            index = 0
-            while True:
-                if index >= len(offsets):
-                    offsets = shape.arrivals(len(offsets) * 4)
-                t = float(offsets[index])
-                phase = self.phaser.next(t)
-                if phase is None:
-                    return
+            for index, t, phase in open_schedule(shape, self.phaser):
                 scheduled = self.start_ns + int(t * 1e9)
                 delay = (scheduled - _now()) / 1e9
                 if delay > 0:
                     await asyncio.sleep(delay)
                 dispatched = _now()
-                conv = await self.conversation(index)
-                index += 1
+                conv = await self.supply.get(index)
                 run = (
                     capped(conv, phase, scheduled, dispatched)
                     if cap
@@ -175,13 +155,6 @@ class _Run:
                 task.cancel()
 
 
-_DEFAULTS = {
-    name: field.get_default(call_default_factory=True)
-    for name, field in RequestRecord.model_fields.items()
-    if not field.is_required()
-}
-
-
 async def run_load(
     base_url: str,
     model: str,
@@ -199,40 +172,64 @@ async def run_load(
     percentiles: tuple[float, ...] = (50, 90, 95, 99),
     on_record: Callable[[RequestRecord], None] | None = None,
     control: ControlTimeouts | None = None,
+    workers: int | None = None,
 ) -> LoadResult:
     """Runs `workload` against the OpenAI-compatible server at `base_url` in `shape`.
 
     tokenizer: a tokenizer.json path (or model directory), "server" (its /tokenize), "words", or None (the
     server's /tokenize when it has one, else words). extra_body: fields merged into every request body
     (sampling parameters, chat_template_kwargs, ...; they override servetune's own). control: the timeouts of
-    the control-plane calls (`/tokenize`) made before the clock starts. Returns the records of
-    every request (warm-up and cool-down included, marked by phase) and the summary of the measured ones.
+    the control-plane calls (`/tokenize`) made before the clock starts. workers: client processes that send the
+    load (1: this process's event loop; None: `default_workers`); this process then coordinates them. Returns
+    the records of every request (warm-up and cool-down included, marked by phase) and the summary of the
+    measured ones, with the client's own evidence (CPU, event-loop lag, lost workers) in its validity.
     """
+    if workers is not None and workers < 1:
+        raise ServetuneError(f"workers must be at least 1, not {workers}", "use --workers 1 (in process) or more")
+    n_workers = workers or default_workers(shape)
     base_url = normalize_base_url(base_url)  # what `launch` prints ends in /v1; the paths below add their own
     counter = await make_counter(tokenizer, base_url, model, control)
-    factory = RequestFactory(workload, counter, endpoint)
-    pool = Pool(base_url, shape.timeouts.connect_s)
-    watchdog = Watchdog(shape.timeouts)
-    count_output = counter.count_one if isinstance(counter, LocalTokenizer) else None
-    client = Client(
-        pool, model, endpoint, stream, api_key, extra_body, workload.output_control, count_output, keep_text, watchdog
-    )
-    run = _Run(client, factory, shape, on_record)
-    await run.prebuild(_expected_conversations(shape))
-    await counter.aclose()
-    await _open_connections(pool, min(shape.concurrency or shape.max_concurrency or 64, 1024), base_url)
-    started_at = dt.datetime.now(dt.UTC).isoformat()
-    dog = asyncio.ensure_future(watchdog.run())
-    display = _progress(run, shape) if progress else contextlib.nullcontext()
-    run.start_ns = t0 = _now()
+    supply = Supply(RequestFactory(workload, counter, endpoint))
+    local = counter if isinstance(counter, LocalTokenizer) else None
+    connections = min(shape.concurrency or shape.max_concurrency or 64, 1024)
     try:
-        with display:
-            await (run.closed_loop() if shape.kind == "concurrency" else run.open_loop())
+        await supply.prebuild(_expected_conversations(shape))
     finally:
-        dog.cancel()
-        pool.close()
         await counter.aclose()
-    records = sorted(run.records, key=lambda r: (r.sent_ns, r.index, r.turn))
+    monitor = LoopMonitor()
+    watch = asyncio.ensure_future(monitor.run())
+    try:
+        with young_collections_only():
+            if n_workers == 1:
+                client = Client(
+                    Pool(base_url, shape.timeouts.connect_s),
+                    model,
+                    endpoint,
+                    stream,
+                    api_key,
+                    extra_body,
+                    workload.output_control,
+                    local.count_one if local is not None else None,
+                    keep_text,
+                    Watchdog(shape.timeouts),
+                )
+                records, samples, lost, t0, started_at = await _in_process(
+                    client, supply, shape, on_record, progress, connections, base_url
+                )
+            else:
+                setup = WorkerSetup(
+                    base_url, model, endpoint, stream, api_key, extra_body, workload.output_control,
+                    local.name if local is not None else None, keep_text, shape.timeouts, -(-connections // n_workers),
+                )  # fmt: skip
+                records, samples, lost, t0, started_at = await _spread(
+                    setup, n_workers, supply, shape, on_record, progress
+                )
+            wall_s = (_now() - t0) / 1e9
+    finally:
+        watch.cancel()
+    samples.insert(0, ("client" if n_workers == 1 else "coordinator", os.getpid(), monitor.samples()))
+    records.sort(key=lambda r: (r.sent_ns, r.index, r.turn))
+    report = _client_report(shape, n_workers, records, samples, lost)
     return LoadResult(
         base_url=base_url,
         model=model,
@@ -242,10 +239,107 @@ async def run_load(
         shape=shape,
         workload=workload,
         started_at=started_at,
-        wall_s=(_now() - t0) / 1e9,
+        wall_s=wall_s,
         records=records,
-        summary=summarize(records, slos=slos, percentiles=percentiles),
+        summary=summarize(records, slos=slos, percentiles=percentiles, client=report),
     )
+
+
+Samples = list[tuple[str, int, tuple[bytes, bytes, bytes]]]
+
+
+async def _in_process(
+    client: Client,
+    supply: Supply,
+    shape: LoadShape,
+    on_record: Callable[[RequestRecord], None] | None,
+    progress: bool,
+    connections: int,
+    base_url: str,
+) -> tuple[list[RequestRecord], Samples, list[str], int, str]:
+    """One worker: the requests run on this process's event loop (the path before worker processes existed)."""
+    run = _Run(client, supply, shape, on_record)
+    await _open_connections(client.pool, connections, base_url)
+    started_at = dt.datetime.now(dt.UTC).isoformat()
+    dog = asyncio.ensure_future(client.watchdog.run())
+    display = _progress(run.records, shape) if progress else contextlib.nullcontext()
+    run.start_ns = t0 = _now()
+    try:
+        with display:
+            await (run.closed_loop() if shape.kind == "concurrency" else run.open_loop())
+    finally:
+        dog.cancel()
+        client.pool.close()
+    return run.records, [], [], t0, started_at
+
+
+async def _spread(
+    setup: WorkerSetup,
+    n: int,
+    supply: Supply,
+    shape: LoadShape,
+    on_record: Callable[[RequestRecord], None] | None,
+    progress: bool,
+) -> tuple[list[RequestRecord], Samples, list[str], int, str]:
+    """N worker processes, started and set up (connections open) before the clock starts, then coordinated."""
+    with tempfile.TemporaryDirectory(prefix="servetune-workers-") as logs:
+        links: list[WorkerLink] = []
+        try:
+            links.extend(await asyncio.gather(*(LocalWorker.start(i, Path(logs)) for i in range(n))))
+            for i, link in enumerate(links):
+                link.send("setup", dataclasses.replace(setup, index=i))
+            await asyncio.gather(*(_ready(link) for link in links))
+            coordinator = Coordinator(links, supply, shape, on_record)
+            started_at = dt.datetime.now(dt.UTC).isoformat()
+            display = _progress(coordinator.records, shape) if progress else contextlib.nullcontext()
+            t0 = _now()
+            with display:
+                await coordinator.run()
+        finally:
+            await asyncio.gather(*(link.stop(grace_s=2.0) for link in links), return_exceptions=True)
+    samples = [(links[w].name, links[w].pid, s) for w, s in sorted(coordinator.samples.items())]
+    return coordinator.records, samples, coordinator.lost, t0, started_at
+
+
+async def _ready(link: WorkerLink) -> None:
+    """Waits for a worker's answer to its setup: ready, or why it cannot work (as the user's error)."""
+    try:
+        message = await asyncio.wait_for(link.receive(), SETUP_S)
+    except (WorkerGone, TimeoutError) as err:
+        raise ServetuneError(
+            f"client {link.cause()} before it was ready: {err}", "run with --workers 1 to see the error in process"
+        ) from err
+    if message[0] == "failed":
+        raise ServetuneError(message[1], message[2] or "start the server, or check the URL and port")
+
+
+def _client_report(
+    shape: LoadShape, workers: int, records: list[RequestRecord], samples: Samples, lost: list[str]
+) -> ClientReport:
+    """Each client process's evidence over the measured phase (first measured send to last measured end)."""
+    measured = [r for r in records if r.phase == "measure"]
+    start = min((r.sent_ns for r in measured), default=0)
+    end = max((r.done_ns for r in measured), default=0)
+    procs = [p for role, pid, s in samples if (p := client_process(role, pid, s, start, end)) is not None]
+    return ClientReport(kind=shape.kind, workers=workers, cores=usable_cores(), processes=procs, lost=lost)
+
+
+def default_workers(shape: LoadShape) -> int:
+    """Worker processes when none are asked for: the CPUs this process may use, one left for the coordinator,
+    but no more than one per `STREAMS_PER_WORKER` streams the shape can have in flight (a process per stream
+    buys nothing, and each costs a start-up); 1 (in process) on one or two CPUs."""
+    cores = usable_cores()
+    if cores <= 2:
+        return 1
+    if shape.kind == "concurrency":
+        streams = shape.concurrency or 1
+    elif shape.max_concurrency:
+        streams = shape.max_concurrency
+    elif shape.rate == float("inf"):
+        streams = shape.requests or STREAMS_PER_WORKER
+    else:
+        streams = int(shape.rate or 1)  # about a second per request: a rate of r keeps ~r streams in flight
+    return max(1, min(cores - 1, streams // STREAMS_PER_WORKER))
 
 
 def _expected_conversations(shape: LoadShape) -> int:
@@ -271,16 +365,54 @@ async def _open_connections(pool: Pool, n: int, base_url: str) -> None:
         pool.release(conn)
 
 
-def _progress(run: _Run, shape: LoadShape):
+def _progress(records: list[RequestRecord], shape: LoadShape) -> contextlib.AbstractContextManager[None]:
     from servetune.load.progress import live_progress
 
-    return live_progress(run.records, shape)
+    return live_progress(records, shape)
 
 
-def run_load_sync(*args, **kwargs) -> LoadResult:
-    """`run_load` from synchronous code, on uvloop when it is installed (it costs the client less CPU)."""
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Runs a coroutine from synchronous code, on uvloop when it is installed (it costs the client less CPU).
+
+    The result comes back through a box, not as the main task's result: asyncio's runner formats that result
+    with `repr` when it finishes, and the repr of a run's thousands of records costs as much CPU as receiving
+    them did. SIGTERM cancels the run like Ctrl-C does, through the loop (a handler that raises
+    KeyboardInterrupt lands in whatever callback runs, and uvloop swallows it there: the run went on), then
+    surfaces as KeyboardInterrupt."""
+    box: list[T] = []
+    terminated: list[bool] = []
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def terminate() -> None:
+            terminated.append(True)
+            task.cancel()
+
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # main thread, POSIX only
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
+        box.append(await coro)
+
+    previous = signal.getsignal(signal.SIGTERM)
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(run_load(*args, **kwargs))
-    return uvloop.run(run_load(*args, **kwargs))
+        runner: Callable[[Coroutine[Any, Any, None]], None] = asyncio.run
+    else:
+        runner = uvloop.run
+    try:
+        runner(main())
+    except asyncio.CancelledError:
+        if terminated:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, previous)
+    return box[0]
+
+
+def run_load_sync(*args: Any, **kwargs: Any) -> LoadResult:
+    """`run_load` from synchronous code (see `run_sync`)."""
+    return run_sync(run_load(*args, **kwargs))

@@ -10,6 +10,7 @@ draining server, and is excluded too.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -142,3 +143,20 @@ class Phaser:
         if t - self.measure_end < self.s.cooldown_s:
             return "cooldown"
         return None
+
+
+def open_schedule(shape: LoadShape, phaser: Phaser) -> Iterator[tuple[int, float, Phase]]:
+    """The open-loop schedule: (conversation index, send offset in s, phase) until the phaser says stop. Computed
+    once from the seed by whoever drives the run (the in-process runner, or the coordinator that hands it out to
+    its workers), so the merged stream is exactly the requested arrival process."""
+    offsets = shape.arrivals(4096)
+    index = 0
+    while True:
+        if index >= len(offsets):
+            offsets = shape.arrivals(len(offsets) * 4)
+        t = float(offsets[index])
+        phase = phaser.next(t)
+        if phase is None:
+            return
+        yield index, t, phase
+        index += 1

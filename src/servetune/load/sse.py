@@ -31,6 +31,7 @@ class StreamState:
     __slots__ = (
         "body",
         "chunk_ns",
+        "closing_ns",
         "crlf",
         "done",
         "error",
@@ -42,6 +43,8 @@ class StreamState:
         "key_is_reasoning",
         "key_len",
         "last",
+        "last_hi",
+        "last_lo",
         "others",
         "outputs",
         "pending",
@@ -53,13 +56,18 @@ class StreamState:
     def __init__(self, stream: bool, keep_outputs: bool) -> None:
         self.status = 0
         self.chunk_ns: list[int] = []
+        self.closing_ns: int | None = None
+        """Arrival of an empty-text chunk that carried the finish reason: a closing chunk (llama.cpp) or the last
+        token whose text is empty (vLLM); the usage count decides which (`settle_closing_chunk`)."""
         self.first_content_ns: int | None = None
         self.reasoning_chunks = 0
         self.pending = b""
         self.done = False
         self.error: str | None = None
         self.invalid: str | None = None
-        self.last: tuple[bytes, int, int] | None = None  # where the last output chunk lies (see last_output)
+        self.last: bytes | None = None  # the bytes holding the last output chunk, at [last_lo:last_hi]
+        self.last_lo = 0
+        self.last_hi = 0
         self.crlf: bool | None = None
         self.others: list[bytes] = []
         self.key = b'"text":"'  # the output key the inline path looks for; adapts to the stream
@@ -80,9 +88,36 @@ class StreamState:
         """Body bytes data[lo:hi] (offsets, so the HTTP layer never copies a chunk) that arrived at now_ns."""
         if hi < 0:
             hi = len(data)
+        if self.crlf is False and not self.pending and data.find(b"\n", lo, hi) == hi - 2 and data[hi - 1] == 10:
+            # The common case, inline and without copies: one whole `data: {...}` event (its only line end is its
+            # own) holding a non-empty string under the key seen last time, at the offset seen last time (the
+            # chunks of one stream share their layout), in valid UTF-8.
+            p = lo + 6
+            i = p + self.hint
+            if (
+                data.startswith(self.key, i)
+                and data[i + self.key_len] != 34
+                and data.startswith(b"data: {", lo)
+                and not data.startswith(b'{"error"', p)
+                and (data.isascii() or _utf8(data, lo, hi))
+            ):
+                self.chunk_ns.append(now_ns)
+                self.last, self.last_lo, self.last_hi = data, p, hi - 2
+                if self.key_is_reasoning:
+                    self.reasoning_chunks += 1
+                elif self.first_content_ns is None:
+                    self.first_content_ns = now_ns
+                if self.keep_outputs:
+                    self.outputs.append(data[p : hi - 2])
+                return
         if not self.stream:
             self.body.append(data[lo:hi])
             return
+        self._scan(data, now_ns, lo, hi)
+
+    def _scan(self, data: bytes, now_ns: int, lo: int, hi: int) -> None:
+        """Every event of the bytes in one pass: several events (a read that holds many tokens), partial ones,
+        CRLF line ends, other keys and every odd case (`_event`)."""
         if self.pending:
             data = self.pending + data[lo:hi]
             lo, hi = 0, len(data)
@@ -104,11 +139,14 @@ class StreamState:
         key, klen = self.key, self.key_len
         start = lo
         while True:
-            end = find(b"\n\n", start, hi)
+            end = find(b"\n", start, hi)  # one byte: memchr, several times faster than looking for two
             if end < 0:
                 break
-            # The common case, inline and without copies: `data: {...}` holding a non-empty string under the
-            # key seen last time, at the offset seen last time (chunks of one stream share their layout).
+            if end + 1 >= hi or data[end + 1] != 10:  # a multi-line event, or its end not here yet
+                end = find(b"\n\n", end, hi)
+                if end < 0:
+                    break
+            # As on the fast path: `data: {...}` holding a non-empty string under the key seen last time.
             p = start + 6
             if plain and startswith(b"data: {", start):
                 i = p + self.hint
@@ -117,7 +155,7 @@ class StreamState:
                     self.hint = i - p
                 if i > p and data[i + klen] != 34 and not startswith(b'{"error"', p):
                     self.chunk_ns.append(now_ns)
-                    self.last = (data, p, end)
+                    self.last, self.last_lo, self.last_hi = data, p, end
                     if self.key_is_reasoning:
                         self.reasoning_chunks += 1
                     elif self.first_content_ns is None:
@@ -134,10 +172,7 @@ class StreamState:
     @property
     def last_output(self) -> bytes | None:
         """The last output chunk's JSON (its finish_reason is read once, at the end)."""
-        if self.last is None:
-            return None
-        data, p, end = self.last
-        return data[p:end]
+        return None if self.last is None else self.last[self.last_lo : self.last_hi]
 
     def _event(self, event: bytes, now_ns: int) -> None:
         """Any event the inline path did not take: other keys, errors, usage, [DONE], comments, odd framing."""
@@ -167,7 +202,7 @@ class StreamState:
             self.key_len = len(self.key)
             self.key_is_reasoning = m.group(1)[0] == 114  # b"r"
             self.chunk_ns.append(now_ns)
-            self.last = (payload, 0, len(payload))
+            self.last, self.last_lo, self.last_hi = payload, 0, len(payload)
             if self.key_is_reasoning:
                 self.reasoning_chunks += 1
                 if self.first_content_ns is None and _CONTENT_KEY.search(payload) is not None:
@@ -176,11 +211,22 @@ class StreamState:
                 self.first_content_ns = now_ns
             if self.keep_outputs:
                 self.outputs.append(payload)
-        elif b'"role"' not in payload and _EMPTY_TOKEN.search(payload) and not _FINISHED.search(payload):
-            self.chunk_ns.append(now_ns)  # a token with empty text: it arrived, its text adds nothing
+        elif b'"role"' not in payload and _EMPTY_TOKEN.search(payload):
+            if _FINISHED.search(payload):
+                self.closing_ns = now_ns
+            else:
+                self.chunk_ns.append(now_ns)  # a token with empty text: it arrived, its text adds nothing
             self.others.append(payload)  # may carry the finish reason
         else:
             self.others.append(payload)  # role-only, finish-only and usage chunks: read once at the end
+
+    def settle_closing_chunk(self, usage_output_tokens: int | None) -> None:
+        """Counts the empty closing chunk as a token when the engine says it sent one more token than arrived in
+        text-bearing chunks (vLLM streams the last token with the finish reason, and its text may be empty;
+        llama.cpp closes with an empty chunk of its own). Without a usage count it stays uncounted."""
+        if self.closing_ns is not None and usage_output_tokens is not None and usage_output_tokens > len(self.chunk_ns):
+            self.chunk_ns.append(self.closing_ns)
+            self.closing_ns = None
 
     def _maybe_error(self, payload: bytes) -> None:
         try:
@@ -190,6 +236,15 @@ class StreamState:
         if isinstance(obj, dict) and (obj.get("error") or obj.get("object") == "error"):
             err = obj.get("error") or obj
             self.error = json.dumps(err)[:500] if not isinstance(err, str) else err[:500]
+
+
+def _utf8(data: bytes, lo: int, hi: int) -> bool:
+    """Whether data[lo:hi] is valid UTF-8 (a stream of non-ASCII text still takes the fast path)."""
+    try:
+        data[lo:hi].decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse_final(state: StreamState) -> dict:
@@ -216,7 +271,8 @@ def parse_final(state: StreamState) -> dict:
             facts["text"] = choice.get("text") if "text" in choice else message.get("content")
             facts["reasoning_text"] = message.get("reasoning_content") or message.get("reasoning")
         return facts
-    for payload in ([state.last_output] if state.last is not None else []) + state.others:
+    last = state.last_output
+    for payload in ([last] if last is not None else []) + state.others:
         try:
             obj = json.loads(payload)
         except ValueError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -35,7 +36,7 @@ async def run_sweep(
     *,
     stop_at_saturation: bool = True,
     rule: Saturation = SATURATION,
-    **kwargs,
+    **kwargs: Any,
 ) -> SweepResult:
     """Runs `shape` at each level (concurrency or rate) in order; stops after the first saturated point."""
     points: list[SweepPoint] = []

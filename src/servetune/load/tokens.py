@@ -8,11 +8,11 @@ so the load path runs with aiohttp + pydantic + numpy alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
 from servetune.control.client import ControlClient, ControlError, ControlTimeouts
 from servetune.errors import ServetuneError
+from servetune.model.hub import tokenizer_file
 
 # Common English words; each is one token with a leading space in the usual BPE vocabularies.
 _COMMON = [
@@ -165,11 +165,7 @@ class LocalTokenizer:
     exact = True
 
     def __init__(self, path: str) -> None:
-        file = Path(path)
-        if file.is_dir():
-            file = file / "tokenizer.json"
-        if not file.is_file():
-            raise ServetuneError(f"tokenizer file {file} not found", "pass a tokenizer.json path or a model directory")
+        file = tokenizer_file(path)  # a file, a model folder, a bundled name or a Hugging Face id in the cache
         try:
             from tokenizers import Tokenizer
         except ImportError as err:
@@ -188,20 +184,22 @@ class LocalTokenizer:
 
     def words(self) -> list[str]:
         """Vocabulary words that are one token with a leading space, in vocabulary order (deterministic)."""
-        found = []
-        for word in sorted(self._tok.get_vocab(), key=lambda w: self._tok.token_to_id(w)):
+        found: list[str] = []
+        vocab: dict[str, int] = self._tok.get_vocab()
+        for word in sorted(vocab, key=vocab.__getitem__):
             if len(found) >= 2000:
                 break
             text = word.replace("Ġ", " ").replace("▁", " ")
+            plain = text[1:]
             if (
                 text.startswith(" ")
-                and text[1:].isascii()
-                and text[1:].isalpha()
-                and text[1:].islower()
+                and plain.isascii()
+                and plain.isalpha()
+                and plain.islower()
                 and 3 <= len(text) <= 9
+                and len(self._tok.encode(text, add_special_tokens=False).ids) == 1
             ):
-                if len(self._tok.encode(text, add_special_tokens=False).ids) == 1:
-                    found.append(text[1:])
+                found.append(plain)
         if len(found) < 50:
             return WordCounter().words()
         return found
@@ -253,7 +251,8 @@ class ServerTokenizer:
 async def make_counter(
     tokenizer: str | None, base_url: str, model: str, timeouts: ControlTimeouts | None = None
 ) -> TokenCounter:
-    """`tokenizer`: a tokenizer.json path or model dir, "server", "words", or None (the server's if it has one)."""
+    """`tokenizer`: a tokenizer.json path, a model folder or a Hugging Face id in the local cache (`model.hub`),
+    "server", "words", or None (the server's if it has one)."""
     if tokenizer == "words":
         return WordCounter()
     if tokenizer not in (None, "server"):

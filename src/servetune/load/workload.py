@@ -9,8 +9,9 @@ same order on every run, whatever the load shape.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servetune.errors import ServetuneError
@@ -27,7 +28,7 @@ class Dist(BaseModel):
     min: int = 1
     max: int | None = None
 
-    def sample(self, rng) -> int:  # rng: numpy.random.Generator
+    def sample(self, rng: np.random.Generator) -> int:
         if self.kind == "fixed":
             value = self.mean
         elif self.kind == "uniform":
@@ -41,7 +42,7 @@ class Dist(BaseModel):
             import math
 
             value = rng.lognormal(math.log(self.mean) - math.log(sigma2) / 2, math.log(sigma2) ** 0.5)
-        value = max(self.min, int(round(value)))
+        value = max(self.min, round(value))
         return value if self.max is None else min(self.max, value)
 
 
@@ -72,7 +73,8 @@ class RequestClass(BaseModel):
     def _prefix_fits(self) -> RequestClass:
         if self.shared_prefix_tokens and self.shared_prefix_tokens >= self.input_dist.mean:
             raise ServetuneError(
-                f"class {self.name!r}: input_tokens must include the shared prefix ({self.shared_prefix_tokens} tokens)",
+                f"class {self.name!r}: input_tokens must include the shared prefix "
+                f"({self.shared_prefix_tokens} tokens)",
                 "set input_tokens > shared_prefix_tokens (the input length counts the prefix)",
             )
         return self
@@ -120,7 +122,7 @@ class Workload(BaseModel):
 
     @classmethod
     def synthetic(
-        cls, input_tokens: int | Dist = 256, output_tokens: int | Dist = 128, *, seed: int = 0, **kw
+        cls, input_tokens: int | Dist = 256, output_tokens: int | Dist = 128, *, seed: int = 0, **kw: Any
     ) -> Workload:
         return cls(seed=seed, classes=(RequestClass(input_tokens=input_tokens, output_tokens=output_tokens),), **kw)
 

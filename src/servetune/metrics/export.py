@@ -1,18 +1,36 @@
 """Writers for a run's records and summaries: per-request JSONL and CSV, and a flat summary row for CSV.
 
 Per-request rows carry the derived latencies (ttft, tpot, e2el, max gap) beside the raw facts, so a file
-can be analysed without servetune; the JSONL keeps the full timeline (`chunk_ns`).
+can be analysed without servetune; the JSONL keeps the full timeline (`chunk_ns`). Every CSV servetune writes
+passes its cells through `csv_safe`: a text cell starting with `=`, `+`, `-`, `@` (or a tab or carriage return)
+would run as a spreadsheet formula (`=HYPERLINK(...)` as a variant name), so it gets a leading apostrophe.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from servetune.fileio import atomic_write_text
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.summary import Stat, Summary
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: object) -> object:
+    """A CSV cell that no spreadsheet runs as a formula (numbers stay numbers)."""
+    if isinstance(value, str) and value.startswith(_FORMULA):
+        return "'" + value
+    return value
+
+
+def _safe_row(row: dict) -> dict:
+    return {k: csv_safe(v) for k, v in row.items()}
+
 
 REQUEST_COLUMNS = (
     "index", "traffic_class", "phase", "conversation", "turn", "http_status", "error_class", "finish_reason",
@@ -38,17 +56,23 @@ def request_row(r: RequestRecord) -> dict:
 
 
 def write_jsonl(records: Iterable[RequestRecord], path: str | Path) -> None:
-    with open(path, "w") as f:
-        for r in records:
-            f.write(r.model_dump_json() + "\n")
+    atomic_write_text(Path(path), "".join(r.model_dump_json() + "\n" for r in records))
+
+
+def write_rows_csv(path: str | Path, rows: Sequence[dict], fields: Sequence[str] | None = None) -> None:
+    """The one CSV writer: every row's cells made safe for spreadsheets, the file written atomically; the columns
+    are `fields`, or every key in the order the rows first use it."""
+    if fields is None:
+        fields = list(dict.fromkeys(k for row in rows for k in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(fields))
+    writer.writeheader()
+    writer.writerows(_safe_row(row) for row in rows)
+    atomic_write_text(Path(path), out.getvalue())
 
 
 def write_requests_csv(records: Iterable[RequestRecord], path: str | Path) -> None:
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=REQUEST_COLUMNS)
-        writer.writeheader()
-        for r in records:
-            writer.writerow(request_row(r))
+    write_rows_csv(path, [request_row(r) for r in records], REQUEST_COLUMNS)
 
 
 def summary_row(summary: Summary, **context: object) -> dict:
@@ -77,10 +101,4 @@ def summary_row(summary: Summary, **context: object) -> dict:
 
 
 def write_summary_csv(rows: Sequence[dict], path: str | Path) -> None:
-    fields: list[str] = []
-    for row in rows:
-        fields.extend(k for k in row if k not in fields)
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows_csv(path, rows)

@@ -1,8 +1,9 @@
 """One request's measured timeline: the unit every metric is computed from (live or simulated).
 
-Times are `time.monotonic_ns()` of this process (CLOCK_MONOTONIC, shared by all processes of the machine, so a
-local server's own timestamps are directly comparable). Keeping the raw timeline, not pre-computed latencies,
-lets the metrics be recomputed with any definition and lets a skeptic check them.
+Times are `time.monotonic_ns()` (CLOCK_MONOTONIC, shared by all processes of the machine: the records of several
+client worker processes merge onto one time line, and a local server's own timestamps are directly comparable).
+Keeping the raw timeline, not pre-computed latencies, lets the metrics be recomputed with any definition and lets a
+skeptic check them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class ErrorClass(StrEnum):
     FIRST_TOKEN_TIMEOUT = "first_token_timeout"  # no output chunk within the first-token timeout
     INTER_TOKEN_TIMEOUT = "inter_token_timeout"  # a stall between chunks longer than the inter-token timeout
     INVALID_RESPONSE = "invalid_response"  # not valid UTF-8 / JSON / HTTP where it must be
+    WORKER_LOST = "worker_lost"  # the client worker process running it died (or froze) before it ended
 
 
 Phase = Literal["warmup", "measure", "cooldown"]
@@ -71,6 +73,7 @@ class RequestRecord(BaseModel):
     reasoning_tokens: int = 0
     reasoning_chunks: int = 0
     output_text: str | None = None
+    worker: int = 0  # the client worker process that sent it (0 when the load ran in one process)
 
     @property
     def ok(self) -> bool:

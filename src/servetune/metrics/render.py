@@ -12,10 +12,12 @@ def _fmt(v: float | None, digits: int = 2) -> str:
 def summary_lines(s: Summary, title: str = "") -> list[str]:
     lines = [f"== {title} ==" if title else "== servetune bench =="]
     lines.append(
-        f"completed {s.completed}  failed {s.failed}  duration {s.duration_s:.2f} s  peak concurrency {s.peak_concurrency}"
+        f"completed {s.completed}  failed {s.failed}  duration {s.duration_s:.2f} s  "
+        f"peak concurrency {s.peak_concurrency}"
     )
     lines.append(
-        f"request/s {s.request_throughput:.3f}   output tok/s {s.output_throughput:,.1f}   total tok/s {s.total_token_throughput:,.1f}"
+        f"request/s {s.request_throughput:.3f}   output tok/s {s.output_throughput:,.1f}   "
+        f"total tok/s {s.total_token_throughput:,.1f}"
     )
     lines.append(
         f"input tokens {s.input_tokens:,}  output tokens {s.output_tokens:,}  (reasoning {s.reasoning_tokens:,})"
@@ -42,7 +44,38 @@ def summary_lines(s: Summary, title: str = "") -> list[str]:
     v = s.validity
     lines.append(
         f"validity: output tokens {v.output_tokens_received:,}/{v.output_tokens_requested:,} requested, "
-        f"{v.short_requests} short; client lateness p99 {v.lateness_p99_ms:.2f} ms; warm-up excluded {v.warmup_excluded}"
+        f"{v.short_requests} short; client lateness p99 {v.lateness_p99_ms:.2f} ms; "
+        f"warm-up excluded {v.warmup_excluded}"
     )
+    if v.client is not None and v.client.processes:
+        lag = max(v.client.processes, key=lambda p: p.loop_lag_p99_ms)
+        busy = max(v.client.processes, key=lambda p: p.cpu_pct)
+        lines.append(
+            f"client: {v.client.workers} worker process{'es' if v.client.workers > 1 else ''} on {v.client.cores} "
+            f"CPUs; event-loop lag p99 {lag.loop_lag_p99_ms:.2f} ms ({lag.role}); busiest {busy.role} "
+            f"{busy.cpu_pct:.0f}% of a core"
+        )
     lines.extend(f"WARNING: {w}" for w in v.warnings)
+    return lines
+
+
+SWEEP_HEADER = ("req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "failed")
+
+
+def _sweep_cells(s: Summary) -> list[str]:
+    from servetune.humanize import number
+
+    values = (s.request_throughput, s.output_throughput, s.ttft_ms.p50, s.ttft_ms.p99, s.tpot_ms.p50)
+    return ["-" if v is None else number(v, 3) for v in values] + [f"{s.failed:,}"]
+
+
+def sweep_lines(points: list[tuple[float, Summary]], kind: str) -> list[str]:
+    """A sweep as a table with a header and units, one row per level, its warnings under it."""
+    level = "concurrency" if kind == "concurrency" else "req/s asked"
+    widths = [max(len(level), 8)] + [max(len(h), 9) for h in SWEEP_HEADER]
+    lines = ["  ".join(h.rjust(w) for h, w in zip([level, *SWEEP_HEADER], widths, strict=True))]
+    for value, s in points:
+        cells = [f"{value:g}", *_sweep_cells(s)]
+        lines.append("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+        lines += [f"   WARNING: {w}" for w in s.validity.warnings]
     return lines

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.slo import LATENCY_SLO_KEY, Slos
-from servetune.metrics.validity import Validity, check_validity
+from servetune.metrics.validity import ClientReport, Validity, check_validity
 
 
 class Stat(BaseModel):
@@ -121,8 +121,10 @@ def summarize(
     *,
     slos: Slos | None = None,
     percentiles: Iterable[float] = (50, 90, 95, 99),
+    client: ClientReport | None = None,
 ) -> Summary:
-    """The summary of a run's measured records (warm-up and cool-down records are left out here)."""
+    """The summary of a run's measured records (warm-up and cool-down records are left out here); `client`: the
+    load generator's own evidence, for the validity verdict."""
     pct = tuple(percentiles)
     measured = [r for r in records if r.phase == "measure"]
     ok = [r for r in measured if r.ok]
@@ -170,7 +172,7 @@ def summarize(
         errors_by_class=dict(sorted(errors.items())),
         error_rate=failed / len(measured) if measured else 0.0,
         peak_concurrency=_peak_concurrency(measured),
-        validity=check_validity(records),
+        validity=check_validity(records, client),
     )
 
 

@@ -2,14 +2,25 @@
 
 The checks answer the ways published numbers go wrong (peer-tools.md §5): answers shorter than asked
 (vLLM #18687, GuideLLM #979), reasoning that eats the whole output budget (vLLM #42548), failures that skew
-percentiles (GuideLLM #444), a client too slow to send on schedule, token counts that disagree between the
-server and the tokenizer, and input lengths that are not what was asked.
+percentiles (GuideLLM #444), token counts that disagree between the server and the tokenizer, input lengths
+that are not what was asked, and a saturated run, in both directions:
+
+- the client limited the run (the one owner of that verdict): it sent late against its schedule, its event
+  loop ran late (every time stamp it took is late by as much: TTFT inflated, token gaps squeezed to 0), or a
+  client process was busy on its whole core. Closed loop has no schedule to be late against in one process,
+  so the event-loop lag and the CPU are what catch a client that cannot keep up with `c1024` on two cores;
+- the server was over-saturated in open loop: requests in flight and TTFT both grew over the measured phase
+  (GuideLLM's over-saturation signal), so the figures describe a growing queue, not a steady state.
+
+The client's own evidence (`ClientReport`) comes from the load generator; a run without it (the simulator's
+virtual run) is judged on its records alone.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -17,6 +28,48 @@ from pydantic import BaseModel, ConfigDict
 from servetune.metrics.record import RequestRecord
 
 LATE_P99_MS = 10.0  # the client dispatched a request later than this against its schedule: it is saturated
+LOOP_LAG_P99_MS = 5.0  # a client event loop ran later than this (p99): its time stamps are late by as much
+CLIENT_CPU_PCT = 95.0  # a client process busy this share of one core over the measured phase: at its limit
+QUEUE_GROWTH = 1.5  # over-saturated: in flight and TTFT in the last third at least this times the first third
+QUEUE_MIN_REQUESTS = 30  # fewer measured requests than this: too few to judge a trend
+
+
+class ClientProcess(BaseModel):
+    """What one client process went through during the measured phase: the evidence of client saturation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str  # "client" (one process), "coordinator", "worker 0", ...
+    pid: int
+    cpu_pct: float  # CPU time over wall time of the measured phase, in % of one core
+    loop_lag_p50_ms: float  # how late the event loop ran a timer, sampled every few ms
+    loop_lag_p99_ms: float
+    loop_lag_max_ms: float
+    samples: int
+
+
+class ClientReport(BaseModel):
+    """The load generator's own account of a run: how it was spread, what each process went through, what died."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["concurrency", "rate"]
+    workers: int  # worker processes that sent requests (1: in the calling process)
+    cores: int  # CPUs the client could run on
+    processes: list[ClientProcess] = []
+    lost: list[str] = []  # one line per worker that died or froze, with its cause and what it had in flight
+
+
+class QueueGrowth(BaseModel):
+    """Requests in flight and TTFT, first third against last third of the measured phase (open loop)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    inflight_first: float
+    inflight_last: float
+    ttft_first_ms: float
+    ttft_last_ms: float
+    over_saturated: bool
 
 
 class Validity(BaseModel):
@@ -41,9 +94,13 @@ class Validity(BaseModel):
     lateness_p50_ms: float
     lateness_p99_ms: float
     lateness_max_ms: float
+    client_limited: bool = False
+    queue: QueueGrowth | None = None
+    client: ClientReport | None = None
 
 
-def check_validity(records: Sequence[RequestRecord]) -> Validity:
+def check_validity(records: Sequence[RequestRecord], client: ClientReport | None = None) -> Validity:
+    """Every check over a run's records; `client` adds the load generator's evidence (CPU, loop lag, workers)."""
     measured = [r for r in records if r.phase == "measure"]
     ok = [r for r in measured if r.ok]
     warnings: list[str] = []
@@ -100,11 +157,18 @@ def check_validity(records: Sequence[RequestRecord]) -> Validity:
         )
     lateness = np.array([r.lateness_ns / 1e6 for r in measured]) if measured else np.zeros(1)
     p50, p99 = (float(x) for x in np.percentile(lateness, [50, 99]))
-    if p99 > LATE_P99_MS:
+    limited = _client_limits(p99, client)
+    warnings.extend(limited)
+    queue = queue_growth(measured) if client is not None and client.kind == "rate" else None
+    if queue is not None and queue.over_saturated:
         warnings.append(
-            f"the client sent requests late against the schedule (p99 {p99:.1f} ms): it is saturated — lower the "
-            "load, or use more client processes"
+            f"the server is over-saturated: requests in flight grew from {queue.inflight_first:.1f} to "
+            f"{queue.inflight_last:.1f} and TTFT p50 from {queue.ttft_first_ms:.1f} to {queue.ttft_last_ms:.1f} ms "
+            "between the first and the last third of the run — the queue grows, these figures are no steady state: "
+            "lower the rate"
         )
+    if client is not None:
+        warnings.extend(client.lost)
     return Validity(
         ok=not warnings,
         warnings=warnings,
@@ -117,7 +181,7 @@ def check_validity(records: Sequence[RequestRecord]) -> Validity:
         short_requests=len(short),
         finish_reasons=dict(Counter(str(r.finish_reason) for r in ok)),
         reasoning_only_requests=len(reasoning_only),
-        token_sources=dict(sources),
+        token_sources={str(k): v for k, v in sources.items()},
         tokens_disagree=disagree,
         prompt_tokens_expected=sum(r.prompt_tokens_expected or 0 for r in ok),
         prompt_tokens_reported=sum(r.prompt_tokens or 0 for r in ok),
@@ -125,6 +189,65 @@ def check_validity(records: Sequence[RequestRecord]) -> Validity:
         lateness_p50_ms=p50,
         lateness_p99_ms=p99,
         lateness_max_ms=float(lateness.max()),
+        client_limited=bool(limited),
+        queue=queue,
+        client=client,
+    )
+
+
+def _client_limits(lateness_p99_ms: float, client: ClientReport | None) -> list[str]:
+    """Why the client, not the server, limited this run (empty when nothing says so)."""
+    found = []
+    if lateness_p99_ms > LATE_P99_MS:
+        found.append(
+            f"the client sent requests late against the schedule (p99 {lateness_p99_ms:.1f} ms): it is saturated — "
+            "lower the load, or use more client processes (--workers)"
+        )
+    for proc in client.processes if client is not None else []:
+        if proc.loop_lag_p99_ms > LOOP_LAG_P99_MS:
+            found.append(
+                f"the client limited this run: {proc.role}'s event loop ran late (p99 {proc.loop_lag_p99_ms:.1f} ms, "
+                f"max {proc.loop_lag_max_ms:.1f} ms; {proc.cpu_pct:.0f}% of a core busy), so its time stamps are late "
+                "by as much (TTFT inflated, token gaps squeezed) — lower the load, or use more client processes "
+                f"(--workers; {client.cores if client else 1} CPUs available)"
+            )
+        elif proc.cpu_pct >= CLIENT_CPU_PCT:
+            found.append(
+                f"the client is at its limit: {proc.role} was busy {proc.cpu_pct:.0f}% of a core during the measured "
+                f"phase (event-loop lag p99 {proc.loop_lag_p99_ms:.1f} ms): more load would measure the client — use "
+                "more client processes (--workers) or CPUs"
+            )
+    return found
+
+
+def queue_growth(measured: Sequence[RequestRecord]) -> QueueGrowth | None:
+    """GuideLLM's over-saturation signal, made robust to Poisson noise: requests in flight (at each send) and the
+    TTFT of completed requests, first third against last third of the measured phase after the first requests
+    could have finished (the ramp-up from an empty server is no growth). Over-saturated when both grew by
+    `QUEUE_GROWTH` (in flight by 2 requests at least). None when there are too few requests to judge."""
+    recs = sorted(measured, key=lambda r: r.sent_ns)
+    if len(recs) < QUEUE_MIN_REQUESTS:
+        return None
+    sent = np.array([r.sent_ns for r in recs], dtype=np.int64)
+    done = np.sort(np.array([r.done_ns for r in recs], dtype=np.int64))
+    inflight = np.arange(1, len(recs) + 1) - np.searchsorted(done, sent, side="right")
+    e2el = np.median([r.e2el_ns for r in recs])
+    keep = sent >= sent[0] + e2el
+    if keep.sum() < QUEUE_MIN_REQUESTS:
+        keep = np.ones(len(recs), dtype=bool)
+    sent, inflight = sent[keep], inflight[keep]
+    kept = [r for r, k in zip(recs, keep, strict=True) if k]
+    third = len(kept) // 3
+    ttft = [
+        np.array([r.ttft_ns or 0 for r in part if r.ok and r.ttft_ns]) / 1e6 for part in (kept[:third], kept[-third:])
+    ]
+    if not len(ttft[0]) or not len(ttft[1]):
+        return None
+    first, last = float(inflight[:third].mean()), float(inflight[-third:].mean())
+    t_first, t_last = float(np.median(ttft[0])), float(np.median(ttft[1]))
+    grew = last >= QUEUE_GROWTH * first and last - first >= 2 and t_last >= QUEUE_GROWTH * t_first
+    return QueueGrowth(
+        inflight_first=first, inflight_last=last, ttft_first_ms=t_first, ttft_last_ms=t_last, over_saturated=grew
     )
 
 

@@ -6,7 +6,9 @@ request. Tokens are words: the prompt's token count is its number of whitespace-
 its `/tokenize` answers), and every output token is the text " tok".
 
 Endpoints: POST /v1/completions, /v1/chat/completions (stream or not), /tokenize; GET /v1/models, /health,
-/metrics (vLLM's metric names, so the Prometheus reader can be tested against it).
+/metrics (vLLM's metric names, so the Prometheus reader can be tested against it); GET /mock/ttft, the server's
+own TTFT of every streamed request (request received → first chunk written, the truth a client's TTFT is
+compared with; DELETE clears it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import struct
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from servetune.mock.config import Fault, MockConfig
 
@@ -55,6 +58,7 @@ class _Stats:
         self.prefix_hits = 0
         self.requests = 0
         self._blocks: set[int] = set()
+        self.ttft_ms: list[float] = []  # the server's own TTFT of each streamed request: arrival → first chunk written
 
     def count_prefix(self, words: list[str]) -> None:
         """vLLM-style block hashing: a block hits when the same block, after the same prefix, was seen."""
@@ -141,12 +145,17 @@ class _Stream:
         self.usage = bool(opts.get("include_usage")) and not (fault is not None and fault.kind == "drop_usage")
         self.prompt_tokens = _count_words(body)
         self.reasoning = min(cfg.reasoning_tokens, self.n) if chat else 0
+        self.arrival = arrival
         self.t0 = arrival + cfg.ttft_ms / 1e3
         self.itl = cfg.itl_ms / 1e3
         self.k = 0
         self.stalled = False
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{conn.server.stats.requests}"
-        self.head = f'{{"id":"{rid}","object":"{"chat.completion.chunk" if chat else "text_completion"}","created":{int(time.time())},"model":"{cfg.model}","choices":[{{"index":0,'
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        created = int(time.time())
+        self.head = (
+            f'{{"id":"{rid}","object":"{kind}","created":{created},"model":"{cfg.model}","choices":[{{"index":0,'
+        )
         self.normal = self._chunk(_TOKEN, None)
         self.thinking = self._chunk(_TOKEN, None, reasoning=True) if self.reasoning else b""
 
@@ -188,6 +197,8 @@ class _Stream:
             if kind == "reset":
                 conn.reset()
                 return conn.finish_response("abort")
+        if k == 0:
+            conn.server.stats.ttft_ms.append(1e3 * (conn.server.loop.time() - self.arrival))
         if k == 0 and self.chat:
             conn.transport.write(self._chunk("", None, role=True))
         last = k == self.n - 1
@@ -203,7 +214,7 @@ class _Stream:
             conn.server.schedule(self.t0 + self.k * self.itl, self._tick)
             return
         if self.usage:
-            usage = {
+            usage: dict[str, Any] = {
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.n,
                 "total_tokens": self.prompt_tokens + self.n,
@@ -348,6 +359,11 @@ class MockServer:
                 ],
             }
             return conn.send(_response(200, json.dumps(data).encode()))
+        if path == "/mock/ttft":  # what a client's TTFT is compared with (GET reads, DELETE clears)
+            seen = json.dumps({"ttft_ms": self.stats.ttft_ms}).encode()
+            if method == "DELETE":
+                self.stats.ttft_ms = []
+            return conn.send(_response(200, seen))
         if method == "GET" and path == "/metrics":
             return conn.send(_response(200, self.stats.render(cfg.model), b"text/plain; version=0.0.4"))
         if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions", "/tokenize"):
@@ -405,10 +421,10 @@ class MockServer:
         conn.transport.write(_response(200, json.dumps(data).encode()))
         conn.finish_response(stream.finish)
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+    async def start(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> int:
         """Starts listening; returns the bound port (port 0 picks a free one)."""
         self._server = await self.loop.create_server(
-            lambda: _Connection(self), host, port, backlog=4096, reuse_address=True
+            lambda: _Connection(self), host, port, backlog=4096, reuse_address=True, reuse_port=reuse_port
         )
         return self._server.sockets[0].getsockname()[1]
 
@@ -418,10 +434,12 @@ class MockServer:
             await self._server.wait_closed()
 
 
-async def serve_forever(config: MockConfig, host: str, port: int, ready: Callable[[int], None] | None = None) -> None:
+async def serve_forever(
+    config: MockConfig, host: str, port: int, ready: Callable[[int], None] | None = None, reuse_port: bool = False
+) -> None:
     """Runs the mock server until cancelled; `ready(port)` is called once it listens."""
     server = MockServer(config)
-    bound = await server.start(host, port)
+    bound = await server.start(host, port, reuse_port)
     if ready is not None:
         ready(bound)
     try:

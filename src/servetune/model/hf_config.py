@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from servetune.errors import ServetuneError
-from servetune.model.bundled import bundled_model, bundled_names
+from servetune.model.bundled import bundled_names
+from servetune.model.hub import LocalModel, locate_model
 from servetune.model.params import (
     LayerParams,
     ParamCounts,
@@ -85,17 +86,16 @@ class _Fields:
         return default if value is None else value
 
 
-def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
-    """Loads config.json from a file or a model directory."""
-    p = Path(path).expanduser()
-    if not p.exists() and (bundled := bundled_model(str(path))) is not None:
-        p = bundled
-    file = p / "config.json" if p.is_dir() else p
-    if not file.exists():
+def read_config(path: str | Path, *, revision: str | None = None) -> tuple[dict[str, Any], LocalModel]:
+    """Loads config.json of a model name: a file, a model directory, a bundled name or a Hugging Face id in the
+    local cache (`model.hub` decides which)."""
+    model = locate_model(path, revision=revision)
+    file = model.config_file
+    if not file.is_file():
         raise ServetuneError(
-            f"no config.json at {p}",
-            "pass --model a model directory or a config.json file (no download is done), or a bundled model: "
-            + ", ".join(bundled_names()),
+            f"no config.json at {model.path}",
+            "pass --model a model directory or a config.json file (no download is done), a Hugging Face id in the "
+            "local cache, or a bundled model: " + ", ".join(bundled_names()),
         )
     try:
         data = json.loads(file.read_text())
@@ -105,7 +105,7 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
         ) from err
     if not isinstance(data, dict):
         raise ServetuneError(f"{file} is not a JSON object", "point at the model's config.json")
-    return data, file
+    return data, model
 
 
 def load_model_spec(
@@ -115,18 +115,22 @@ def load_model_spec(
     quantization: str | None = None,
     group_size: int | None = None,
     dtype: str | None = None,
+    revision: str | None = None,
 ) -> ModelSpec:
-    """Reads a `config.json` (a file, a model directory or a bundled name) into a ModelSpec.
+    """Reads a `config.json` (a file, a model directory, a bundled name or a Hugging Face id in the local cache, at
+    `revision`) into a ModelSpec.
 
     `language_model_only` and `quantization` override what the config says, the way vLLM's
     `--language-model-only` and `--quantization` do; `dtype` is vLLM's `--dtype`.
     """
-    raw, file = read_config(path)
+    raw, model = read_config(path, revision=revision)
+    file = model.config_file
     archs = raw.get("architectures") or []
     arch = archs[0] if archs else ""
     if arch not in SUPPORTED_ARCHITECTURES:
         raise ServetuneError(
-            f"architecture {arch or '(none: config.json has no architectures field)'!r} is not supported by the planner",
+            f"architecture {arch or '(none: config.json has no architectures field)'!r} "
+            "is not supported by the planner",
             "supported: " + ", ".join(SUPPORTED_ARCHITECTURES),
         )
     nested = raw.get("text_config")
@@ -172,7 +176,7 @@ def load_model_spec(
     )
     lmo = language_model_only if language_model_only is not None else bool(raw.get("language_model_only", False))
     return ModelSpec(
-        name=file.parent.name if file.name == "config.json" else file.stem,
+        name=model.name if model.path.is_dir() else file.stem,
         architecture=arch,
         model_type=str(text.get("model_type", raw.get("model_type", ""))),
         hidden_size=hidden,
@@ -300,10 +304,7 @@ def _moe(f: _Fields, family: str, num_layers: int) -> tuple[MoEShape | None, lis
     experts = f.opt("num_local_experts") or f.opt("n_routed_experts") or f.opt("num_experts")
     if not experts:
         return None, [False] * num_layers
-    if family == "Mixtral":
-        inter = int(f.req("intermediate_size"))
-    else:
-        inter = int(f.req("moe_intermediate_size"))
+    inter = int(f.req("intermediate_size" if family == "Mixtral" else "moe_intermediate_size"))
     shared = int(f.opt("shared_expert_intermediate_size", 0))
     if f.opt("n_shared_experts"):
         shared = int(f.opt("n_shared_experts")) * inter

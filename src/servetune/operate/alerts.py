@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from servetune.operate import metrics as m
-from servetune.operate.sizing import Sized
+from servetune.operate.evidence import Sized
 
 KV_USAGE_BOUNDS = (0.5, 0.98)
 NO_SLO_FACTOR = 2.0

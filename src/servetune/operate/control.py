@@ -3,30 +3,59 @@
 `GET /metrics` (the supervisor's own series; the engine's are behind the proxy at `/metrics`), `GET /status`,
 `GET /healthz` (the supervisor loop lives), `GET /readyz` (200 while the main role has a ready engine) and
 `POST /switch` (bearer token from the run folder's control.token, mode 0600) with an engine config as JSON;
-the answer comes when the blue-green procedure has finished.
+the answer comes when the blue-green procedure has finished. `request_switch` is the client side
+(`servetune serve --switch NEW`): it finds the running supervisor from its run folder and waits for the outcome.
+The server sees the supervisor only through `ControlHost`, so neither module imports the other's internals.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import queue
 import threading
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
+from servetune.control.client import ControlClient, ControlError, ControlTimeouts, run_sync
+from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.operate.source import config_from_data
 
-if TYPE_CHECKING:
-    from servetune.operate.supervisor import Supervisor
-
 MAX_BODY_BYTES = 1 << 20
+STATE_FILE = "serve.json"
+"""In the run folder while `servetune serve` runs: its pid, proxy and control URLs."""
+TOKEN_FILE = "control.token"
+"""In the run folder (mode 0600) while `servetune serve` runs: the bearer token of POST /switch."""
+
+
+@dataclass
+class SwitchRequest:
+    """A pending switch: the control server waits on `done` for `result`."""
+
+    cfg: EngineConfig
+    result: dict[str, Any] | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class ControlHost(Protocol):
+    """What the control face needs of the supervisor."""
+
+    queue: queue.Queue[Any]
+
+    def metrics_text(self) -> bytes: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def ready(self) -> bool: ...
 
 
 class ControlServer:
     """A threaded HTTP server for one supervisor."""
 
-    def __init__(self, supervisor: Supervisor, port: int, token: str) -> None:
+    def __init__(self, supervisor: ControlHost, port: int, token: str) -> None:
         self.supervisor = supervisor
         self.token = token
         handler = _handler(self)
@@ -43,15 +72,13 @@ class ControlServer:
         self.httpd.server_close()
 
     def switch(self, body: bytes) -> tuple[int, dict[str, Any]]:
-        from servetune.operate.supervisor import SwitchRequest
-
         try:
             data = json.loads(body)
             cfg = config_from_data(data.get("config") if isinstance(data, dict) else None, "the switch request")
         except (ValueError, ServetuneError) as err:
             problem = err.problem if isinstance(err, ServetuneError) else f"not JSON: {err}"
             return 400, {"ok": False, "reason": problem}
-        request = SwitchRequest(cfg=cfg, done=threading.Event())
+        request = SwitchRequest(cfg=cfg)
         self.supervisor.queue.put(request)
         request.done.wait()
         result = request.result or {"ok": False, "reason": "the supervisor stopped before the switch ran"}
@@ -76,13 +103,13 @@ def _handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             sup = server.supervisor
             if self.path == "/metrics":
-                self._send(200, sup.metrics.render(), "text/plain; version=0.0.4; charset=utf-8")
+                self._send(200, sup.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
             elif self.path == "/status":
                 self._json(200, sup.status())
             elif self.path == "/healthz":
                 self._json(200, {"ok": True})
             elif self.path == "/readyz":
-                ready = sup.roles["main"].state == "ready"
+                ready = sup.ready()
                 self._json(200 if ready else 503, {"ready": ready})
             else:
                 self._json(404, {"error": f"no {self.path}"})
@@ -103,3 +130,29 @@ def _handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
             self._json(code, result)
 
     return Handler
+
+
+def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float) -> dict[str, Any]:
+    """Asks the `servetune serve` running in `run_dir` to switch to `cfg`; the outcome, or a ServetuneError."""
+    try:
+        state = json.loads((run_dir / STATE_FILE).read_text())
+        token = (run_dir / TOKEN_FILE).read_text().strip()
+    except (OSError, ValueError) as err:
+        raise ServetuneError(
+            f"no running `servetune serve` in {run_dir} ({err})", "pass the --run-dir of the running serve"
+        ) from err
+    client = ControlClient(state["control_url"], api_key=token, timeouts=ControlTimeouts(total_s=timeout_s))
+    try:
+        status, answer = run_sync(client.post_json("/switch", {"config": cfg.model_dump(mode="json")}))
+    except ControlError as err:
+        raise ServetuneError(
+            f"cannot reach the running serve at {state['control_url']}: {err.problem}",
+            "is `servetune serve` still running?",
+        ) from None
+    if status != 200:
+        reason = answer.get("reason") if isinstance(answer, dict) else None
+        raise ServetuneError(
+            f"the switch failed, nothing changed: {reason or f'HTTP {status}'}",
+            "fix the new config (its log is named in the event log) and switch again",
+        )
+    return dict(answer) if isinstance(answer, dict) else {}

@@ -21,6 +21,7 @@ from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.operate import alerts, proxy
 from servetune.operate.commands import engine_args
+from servetune.operate.evidence import Evidence
 from servetune.operate.secrets import SECRET_FLAGS, is_secret_name
 from servetune.operate.sizing import (
     PROBE_PERIOD_S,
@@ -30,7 +31,7 @@ from servetune.operate.sizing import (
     read_timeout,
     startup_budget,
 )
-from servetune.operate.source import Evidence, load_source
+from servetune.operate.source import load_source
 
 TARGETS = ("compose", "kubernetes", "systemd")
 ENGINE_PORT = 8000

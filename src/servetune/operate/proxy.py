@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from servetune.errors import ServetuneError
-from servetune.operate.sizing import Sized
+from servetune.operate.evidence import Sized
 from servetune.process.group import ProcessGroup, TeardownReport
 from servetune.process.proctable import group_members, living
 

@@ -8,28 +8,24 @@ shared or committed and the secret comes from the environment at run time.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 from servetune.engines.config import EngineConfig
+from servetune.secrets import is_secret_flag, is_secret_name
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 SECRET_FLAGS = ("api-key", "api_key", "hf-token", "hf_token")
 API_KEY_ENV = "SERVETUNE_ENGINE_API_KEY"
 """Where deployment files take an engine's `--api-key` from (the value itself is never written)."""
 
-
-def is_secret_name(name: str) -> bool:
-    """True for names that hold secrets by convention (env variables, flags)."""
-    return bool(SECRET_NAME.search(name))
+__all__ = ["API_KEY_ENV", "SECRET_FLAGS", "Redactor", "is_secret_name", "public_config", "secret_values"]
 
 
 def secret_values(cfg: EngineConfig) -> dict[str, str]:
-    """The config's secret values, each with the reference that replaces it."""
+    """The config's secret values, each with the reference that replaces it (what is secret: `servetune.secrets`)."""
     found: dict[str, str] = {}
     for name, value in cfg.flags.items():
-        if name.lstrip("-") in SECRET_FLAGS and isinstance(value, str) and value:
+        if is_secret_flag(name) and isinstance(value, str) and value:
             found[value] = f"${API_KEY_ENV}"
     for name, value in cfg.env.items():
         if is_secret_name(name) and value:

@@ -8,12 +8,10 @@ guess why `proxy_read_timeout` is 345 s.  The rules that turn measurements into 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-if TYPE_CHECKING:
-    from servetune.operate.source import Evidence
+from servetune.operate.evidence import Evidence, Sized
 
 READ_TIMEOUT_HEADROOM = 4.0
 """proxy_read_timeout = this x the longest measured request: a loaded server queues and decodes slower than the
@@ -33,22 +31,6 @@ LIVENESS_DEADLINE_FLOOR_S = 5.0
 LIVENESS_TTFT_HEADROOM = 10.0
 """Liveness deadline = this x the measured p99 TTFT of a short prompt under the tuned load (floor above): a
 loaded but healthy engine answers a 1-token probe well within it, a frozen one never does."""
-
-
-class Sized(BaseModel):
-    """A number and where it came from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    value: float
-    source: str
-
-    @property
-    def int(self) -> int:
-        return math.ceil(self.value)
-
-    def __str__(self) -> str:
-        return f"{self.value:g} ({self.source})"
 
 
 def read_timeout(longest_request_s: Sized) -> Sized:

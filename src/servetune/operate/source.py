@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
-from servetune.operate.sizing import Sized
+from servetune.operate.evidence import Evidence, Sized
 
 LONGEST_REQUEST_FIGURES = (
     ("long_generation.e2el_ms", 1e-3),
@@ -27,33 +27,6 @@ LONGEST_REQUEST_FIGURES = (
     ("short_latency.e2el_ms", 1e-3),
 )
 """Figures (name, to seconds) whose largest value is the longest single request the tuning run measured."""
-
-
-class Evidence(BaseModel):
-    """Measurements that came with a config (empty for a bare config: then the running engine measures)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    origin: str
-    cold_starts_s: dict[str, float] = Field(default_factory=dict, description="launch_s by variant name")
-    longest_request: Sized | None = None
-    p99_ttft: Sized | None = None
-    p99_tpot: Sized | None = None
-    slos: dict[str, float] = Field(default_factory=dict)
-    max_model_len: Sized | None = None
-    max_concurrency: Sized | None = None
-    """Requests of max_model_len that fit in the KV cache at once (engine's startup facts)."""
-    saturation_concurrency: Sized | None = None
-    gpu: str | None = None
-    gpu_count: int = 1
-
-    def cold_start(self) -> Sized | None:
-        """The longest measured cold start (all variants of the run started the same model on the same box)."""
-        if not self.cold_starts_s:
-            return None
-        name, value = max(self.cold_starts_s.items(), key=lambda kv: kv[1])
-        listed = ", ".join(f"{k} {v:.3g} s" for k, v in sorted(self.cold_starts_s.items()))
-        return Sized(value=value, source=f"measured launch_s in {self.origin} (longest: {name}; all: {listed})")
 
 
 class Source(BaseModel):

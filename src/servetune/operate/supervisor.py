@@ -23,8 +23,6 @@ import queue
 import secrets as pysecrets
 import signal
 import time
-from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -37,21 +35,23 @@ from servetune.engines.failures import EngineLaunchError, classify_log
 from servetune.engines.launch import RunningEngine, launch
 from servetune.errors import ServetuneError
 from servetune.operate.acceptance import accept, bytes_per_token
+from servetune.operate.control import STATE_FILE, TOKEN_FILE, ControlServer, SwitchRequest
 from servetune.operate.events import EventLog
-from servetune.operate.fallback import Capacity, Fallback, capacity_of_facts, gives_up
+from servetune.operate.evidence import Sized
+from servetune.operate.fallback import Fallback, capacity_of_facts, gives_up
 from servetune.operate.liveness import Liveness, ProbeOutcome
 from servetune.operate.metrics import SupervisorMetrics
 from servetune.operate.proxy import Nginx, ProxySettings
+from servetune.operate.role import Hung, Role
 from servetune.operate.secrets import Redactor, public_config
-from servetune.operate.sizing import Sized, long_prompt_bytes
+from servetune.operate.sizing import long_prompt_bytes
+from servetune.operate.switch import blue_green
 from servetune.process.logfollow import read_text
 from servetune.process.ports import free_port
 from servetune.process.proctable import living
 
 TICK_S = 0.05
 """Main-loop period: a dead engine (its process gone) is noticed within this."""
-STATE_FILE = "serve.json"
-TOKEN_FILE = "control.token"
 
 
 class ServeOptions(BaseModel):
@@ -96,49 +96,8 @@ class ServeOptions(BaseModel):
             ) from None
 
 
-@dataclass
-class Role:
-    """One upstream pool and the engine serving it."""
-
-    name: str
-    cfg: EngineConfig
-    fallback: Fallback | None = None
-    on_fallback: bool = False
-    engine: RunningEngine | None = None
-    liveness: Liveness | None = None
-    state: str = "starting"
-    deaths: deque[float] = field(default_factory=deque)
-    attempt: int = 0
-    next_start: float = 0.0
-    ready_at: float = 0.0
-    primary_capacity: Capacity | None = None
-    """Measured capacity of the last engine of the primary profile (what a fallback is compared with)."""
-
-    @property
-    def api_key(self) -> str | None:
-        value = self.cfg.flags.get("api-key")
-        return value if isinstance(value, str) else None
-
-
 class _StopNow(BaseException):
     """Raised by the signal handler while the main thread is inside a launch, so the launch tears down."""
-
-
-@dataclass(frozen=True)
-class Hung:
-    role: str
-    engine: RunningEngine
-    outcome: ProbeOutcome
-    since_ok_s: float
-
-
-@dataclass
-class SwitchRequest:
-    """A pending switch: the control server waits on `done` for `result`."""
-
-    cfg: EngineConfig
-    result: dict[str, Any] | None = None
-    done: Any = None
 
 
 class Supervisor:
@@ -168,7 +127,7 @@ class Supervisor:
         self.run_dir = options.run_dir
         self.events: EventLog | None = None
         self.nginx: Nginx | None = None
-        self.control: Any = None
+        self.control: ControlServer | None = None
         self._stop_signal: int | None = None
         self._in_launch = False
         self._pending: RunningEngine | None = None
@@ -199,8 +158,6 @@ class Supervisor:
             raise _StopNow()
 
     def _setup(self) -> None:
-        from servetune.operate.control import ControlServer
-
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -258,7 +215,7 @@ class Supervisor:
             self.teardown["nginx"] = report.model_dump() if report else None
         drained_s = round(time.monotonic() - t0, 3)
         for role in self.roles.values():
-            self._stop_liveness(role)
+            self.stop_liveness(role)
             if role.engine:
                 report = role.engine.stop(grace_s=self.options.stop_grace_s)
                 self.teardown[role.name] = report.model_dump() if report else None
@@ -293,8 +250,6 @@ class Supervisor:
                 role.attempt = 0
 
     def _drain_queue(self, timeout_s: float) -> None:
-        from servetune.operate.switch import blue_green
-
         try:
             item = self.queue.get(timeout=timeout_s)
         except queue.Empty:
@@ -474,7 +429,7 @@ class Supervisor:
         )
         role.liveness.start()
 
-    def _stop_liveness(self, role: Role) -> None:
+    def stop_liveness(self, role: Role) -> None:
         if role.liveness is not None:
             role.liveness.stop()
             role.liveness = None
@@ -482,7 +437,7 @@ class Supervisor:
     # ---- failures --------------------------------------------------------------------------------------------
     def _take_down(self, role: Role) -> None:
         """The role's pool to the fast 503 at once (before the dead or hung engine is cleaned up)."""
-        self._stop_liveness(role)
+        self.stop_liveness(role)
         self._set_state(role, "down")
         self.apply_proxy()
 
@@ -564,6 +519,13 @@ class Supervisor:
         delay = min(o.backoff_max_s, o.backoff_base_s * 2 ** (role.attempt - 1))
         role.next_start = now + delay
         self._set_state(role, "backoff", delay_s=delay, attempt=role.attempt, cause=cause)
+
+    def metrics_text(self) -> bytes:
+        return self.metrics.render()
+
+    def ready(self) -> bool:
+        """The main role has a ready engine (what /readyz answers)."""
+        return self.roles["main"].state == "ready"
 
     def status(self) -> dict[str, Any]:
         """What `GET /status` answers (redacted)."""

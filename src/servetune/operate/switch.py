@@ -4,27 +4,50 @@
 2. nginx reloads: new requests go to green; nginx's old workers keep the in-flight ones on blue;
 3. once the old workers have exited, every request blue had is answered; blue stops.
 If green fails to start or its checks, it is stopped, the proxy is untouched, and the reason is returned.
-`request_switch` is the client side (`servetune serve --switch NEW`): it finds the running supervisor from
-its run folder and waits for the outcome.
+The procedure sees the supervisor only through `SwitchHost` (no import of the supervisor).
 """
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from servetune.control.client import ControlClient, ControlError, ControlTimeouts, run_sync
 from servetune.engines.config import EngineConfig
-from servetune.errors import ServetuneError
-from servetune.operate.secrets import public_config
+from servetune.engines.launch import RunningEngine
+from servetune.operate.metrics import SupervisorMetrics
+from servetune.operate.proxy import Nginx
+from servetune.operate.role import Role
+from servetune.operate.secrets import Redactor, public_config
 
-if TYPE_CHECKING:
-    from servetune.operate.supervisor import Role, Supervisor
+
+class SwitchOptions(Protocol):
+    @property
+    def drain_s(self) -> float: ...
+
+    @property
+    def stop_grace_s(self) -> float: ...
 
 
-def blue_green(sup: Supervisor, role: Role, cfg: EngineConfig) -> dict[str, Any]:
+class SwitchHost(Protocol):
+    """What the switch needs of the supervisor."""
+
+    redactor: Redactor
+    metrics: SupervisorMetrics
+    nginx: Nginx | None
+
+    @property
+    def options(self) -> SwitchOptions: ...
+
+    def emit(self, kind: str, **fields: Any) -> None: ...
+
+    def start_engine(self, role: Role, cfg: EngineConfig) -> tuple[RunningEngine | None, dict[str, Any]]: ...
+
+    def stop_liveness(self, role: Role) -> None: ...
+
+    def put_behind_proxy(self, role: Role, engine: RunningEngine, info: dict[str, Any]) -> set[int]: ...
+
+
+def blue_green(sup: SwitchHost, role: Role, cfg: EngineConfig) -> dict[str, Any]:
     """Runs the switch in the supervisor's main thread; returns its outcome (ok, reason, timings)."""
     sup.redactor.add(cfg)
     t0 = time.monotonic()
@@ -38,7 +61,7 @@ def blue_green(sup: Supervisor, role: Role, cfg: EngineConfig) -> dict[str, Any]
         return {"ok": False, "reason": reason, "nothing_changed": True, **info}
     started_s = time.monotonic() - t0
     if blue is not None:
-        sup._stop_liveness(role)
+        sup.stop_liveness(role)
     t1 = time.monotonic()
     old_workers = sup.put_behind_proxy(role, green, info)
     reload_s = time.monotonic() - t1
@@ -64,31 +87,3 @@ def blue_green(sup: Supervisor, role: Role, cfg: EngineConfig) -> dict[str, Any]
     sup.metrics.switches.labels(result="ok").inc()
     sup.emit("switch_done", role=role.name, **result)
     return result
-
-
-def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float) -> dict[str, Any]:
-    """Asks the `servetune serve` running in `run_dir` to switch to `cfg`; the outcome, or a ServetuneError."""
-    from servetune.operate.supervisor import STATE_FILE, TOKEN_FILE
-
-    try:
-        state = json.loads((run_dir / STATE_FILE).read_text())
-        token = (run_dir / TOKEN_FILE).read_text().strip()
-    except (OSError, ValueError) as err:
-        raise ServetuneError(
-            f"no running `servetune serve` in {run_dir} ({err})", "pass the --run-dir of the running serve"
-        ) from err
-    client = ControlClient(state["control_url"], api_key=token, timeouts=ControlTimeouts(total_s=timeout_s))
-    try:
-        status, answer = run_sync(client.post_json("/switch", {"config": cfg.model_dump(mode="json")}))
-    except ControlError as err:
-        raise ServetuneError(
-            f"cannot reach the running serve at {state['control_url']}: {err.problem}",
-            "is `servetune serve` still running?",
-        ) from None
-    if status != 200:
-        reason = answer.get("reason") if isinstance(answer, dict) else None
-        raise ServetuneError(
-            f"the switch failed, nothing changed: {reason or f'HTTP {status}'}",
-            "fix the new config (its log is named in the event log) and switch again",
-        )
-    return dict(answer) if isinstance(answer, dict) else {}

@@ -18,12 +18,14 @@ from servetune.engines.config import EngineConfig
 from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GiB, GPUSpec
+from servetune.hardware.gpus import GpuChoice
 from servetune.model.hf_config import load_model_spec
 from servetune.model.spec import ModelSpec
 from servetune.plan import kvcache, memory, roofline
 from servetune.plan.defaults import batch_defaults
 from servetune.plan.fixes import Fix, find_fixes
 from servetune.plan.inputs import inputs_from_flags
+from servetune.plan.placement import place
 from servetune.plan.rules import check
 from servetune.plan.speeds import SpeedEstimate, speed_estimates
 from servetune.plan.versions import VllmBehaviour, behaviour
@@ -97,8 +99,10 @@ class Plan(BaseModel):
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_spec(path: str, lmo: bool | None, quant: str | None, dtype: str | None) -> ModelSpec:
-    return load_model_spec(path, language_model_only=lmo, quantization=quant, dtype=dtype)
+def _cached_spec(
+    path: str, lmo: bool | None, quant: str | None, dtype: str | None, revision: str | None = None
+) -> ModelSpec:
+    return load_model_spec(path, language_model_only=lmo, quantization=quant, dtype=dtype, revision=revision)
 
 
 def plan_for(
@@ -119,12 +123,19 @@ def plan_for(
         raise ServetuneError(f"the planner models vLLM, not {cfg.engine}", "plan a vLLM EngineConfig (engine='vllm')")
     given = {k: v for k, v in normalize_flags("vllm", cfg.flags, allow_unknown=True).items() if v is not None}
     inputs = inputs_from_flags(given, version=vllm_version or cfg.version)
-    if "tensor-parallel-size" not in given and num_gpus > 1:
-        per_replica = num_gpus // (inputs.pipeline_parallel_size * inputs.data_parallel_size)
-        inputs = inputs.model_copy(update={"tensor_parallel_size": max(1, per_replica)})
+    if "tensor-parallel-size" not in given:
+        placed = place(GpuChoice(gpu, num_gpus, counted=True), given)
+        inputs = inputs.model_copy(update={"tensor_parallel_size": placed.tensor_parallel_size})
     beh = behaviour(vllm_version or cfg.version)
     if spec is None:
-        spec = _cached_spec(str(Path(cfg.model)), inputs.language_model_only, inputs.quantization, inputs.dtype)
+        revision = given.get("revision")
+        spec = _cached_spec(
+            str(Path(cfg.model)),
+            inputs.language_model_only,
+            inputs.quantization,
+            inputs.dtype,
+            str(revision) if revision else None,
+        )
     rules = check(spec, gpu, num_gpus, inputs)
     notes = list(rules.notes) + list(beh.notes)
     reasons = list(rules.problems)
@@ -198,8 +209,8 @@ def plan_for(
     if source == "model" and weights > requested:
         reasons.append(
             f"weights need {weights / GiB:.2f} GiB per GPU but the budget is {requested / GiB:.2f} GiB "
-            f"({util} x {gpu.memory_bytes / GiB:.2f} GiB): {(weights - requested) / GiB:.2f} GiB short before any "
-            "KV cache"
+            f"({util} x {gpu.memory_bytes / GiB:.2f} GiB): "
+            f"{(weights - requested) / GiB:.2f} GiB short before any KV cache"
         )
     if auto_len and avail > 0:
         fit = kvcache.estimate_max_model_len(lay, kvcache.fit_budget(lay, avail, beh), derived)

@@ -1,4 +1,5 @@
-"""`servetune plan-seeds` (also the first part of `servetune demo`): plans the seed systems and prints one summary table (or every plan in full)."""
+"""`servetune plan-seeds` (also the first part of `servetune demo`): plans the seed systems and prints one
+summary table (or every plan in full)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from servetune.hardware.catalog import GiB
 from servetune.hardware.gpus import parse_gpu_arg
 from servetune.model.bundled import bundled_model
 from servetune.plan.api import Plan, plan_for
+from servetune.plan.placement import place
 from servetune.plan.seeds import SEEDS, SeedSystem
 
 
@@ -16,8 +18,9 @@ def plan_seed(seed: SeedSystem) -> Plan:
     """The plan of one seed system."""
     path = bundled_model(seed.model)
     assert path is not None, seed.model
-    gpu, count = parse_gpu_arg(seed.gpu)
-    return plan_for(EngineConfig(model=str(path), flags=seed.flags), gpu, count, vllm_version=seed.vllm_version)
+    placed = place(parse_gpu_arg(seed.gpu), seed.flags)
+    config = EngineConfig(model=str(path), flags=seed.flags)
+    return plan_for(config, placed.gpu, placed.gpus, vllm_version=seed.vllm_version)
 
 
 def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
@@ -56,5 +59,6 @@ def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
         )
     console.print(table)
     console.print(
-        "Full plans with flags: servetune plan-seeds --detail  (one system: servetune plan --model qwen3.6-27b --gpu ...)"
+        "Full plans with flags: servetune plan-seeds --detail  "
+        "(one system: servetune plan --model qwen3.6-27b --gpu ...)"
     )

@@ -8,7 +8,6 @@ The engine vocabulary (`servetune.engines.vocab`) reads every spelling and value
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict

@@ -123,8 +123,8 @@ def weights_per_gpu(spec: ModelSpec, *, tp: int, pp: int, with_mtp: bool) -> int
     replicated when TP exceeds the KV heads (each GPU keeps one KV head); norms, small vectors and the RoPE
     cos/sin cache are replicated (vLLM issue #10517: Llama-3.1-8B "took 14.9888 GB" = 8.03 B x 2 B + the
     131,072 x 128 x 2 B cache; Qwen3.6-27B on the H200 with vLLM 0.24.0 "took 50.22 GiB" = 26.90 B x 2 B + the
-    MRoPE cache of 4 x 262,144 x 64 x 2 B). With PP the embedding lives on the first stage, lm_head, final norm and
-    MTP on the last.
+    MRoPE cache of 4 x 262,144 x 64 x 2 B). With PP the embedding lives on the first stage, lm_head, final norm
+    and MTP on the last.
     """
     per_linear = spec.quant.bytes_per_linear_param if spec.quant.method != "none" else 2.0
     dense = 2

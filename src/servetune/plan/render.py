@@ -24,8 +24,9 @@ def render(plan: Plan, console: Console) -> None:
 
     verdict = "[bold green]FITS[/]" if plan.feasible else "[bold red]DOES NOT FIT[/]"
     console.print(
-        f"{verdict}  {plan.model_name} on {plan.num_gpus}x {plan.gpu}  (vLLM {plan.vllm_version}, "
-        f"TP {plan.tensor_parallel_size}, PP {plan.pipeline_parallel_size}"
+        f"{verdict}  {plan.model_name} on {plan.num_gpus}x {plan.gpu}  "
+        f"(vLLM {plan.vllm_version}, TP {plan.tensor_parallel_size}"
+        f", PP {plan.pipeline_parallel_size}"
         + (f", DP {plan.data_parallel_size} (figures per replica)" if plan.data_parallel_size > 1 else "")
         + f", max_model_len {plan.max_model_len:,})"
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from servetune.hardware.catalog import GPUSpec
 from servetune.model.spec import ModelSpec
 from servetune.plan.inputs import PlanInputs
+from servetune.plan.placement import Placement
 
 
 @dataclass
@@ -51,11 +52,12 @@ def check(spec: ModelSpec, gpu: GPUSpec, num_gpus: int, inputs: PlanInputs) -> R
     if min(tp, pp, dp) < 1:
         r.problems.append("tensor-, pipeline- and data-parallel sizes must be at least 1")
         return r
-    if tp * pp * dp > num_gpus:
-        r.problems.append(
-            f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} x data-parallel-size {dp} needs "
-            f"{tp * pp * dp} GPUs, but {num_gpus} given"
-        )
+    placed = Placement(
+        gpu=gpu, gpus=num_gpus, tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp
+    )
+    if placed.problem:
+        r.problems.append(placed.problem)
+    r.notes.extend(placed.notes)
     for why in divisors_ok(spec, tp):
         r.problems.append(f"{why}; valid sizes: {', '.join(map(str, valid_tp_sizes(spec)))}")
     if pp > spec.num_layers:

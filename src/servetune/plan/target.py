@@ -12,9 +12,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from servetune.engines.config import EngineConfig, EngineName
+from servetune.engines.flagtable import table_for
 from servetune.engines.vocab import parse_argv
+from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GPUSpec
 from servetune.hardware.gpus import parse_gpu_arg
+from servetune.plan.placement import Placement, place
 
 SIM_TARGET_FLAGS = ("gpu", "vllm-version")
 """sim-serve's own flags that name the target rather than the simulation."""
@@ -26,27 +29,37 @@ class Target(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     config: EngineConfig
-    gpu: GPUSpec
-    gpus: int
+    placement: Placement
     vllm_version: str | None = None
 
+    @property
+    def gpu(self) -> GPUSpec:
+        return self.placement.gpu
+
+    @property
+    def gpus(self) -> int:
+        return self.placement.gpus
+
     def shown(self) -> dict[str, Any]:
-        """The target as `--show-config` prints it (sim-only flags apart: they are not the engine's)."""
-        flags = {k: v for k, v in self.config.flags.items() if v is not None}
-        return {
+        """The target as `--show-config` prints it; the simulator's own flags apart (they are not vLLM's)."""
+        sim_only = {spec.name for spec in table_for("sim").flags if spec.sim_only}
+        given = {k: v for k, v in self.config.flags.items() if v is not None}
+        shown: dict[str, Any] = {
             "engine": self.config.engine,
             "model": self.config.model,
-            "flags": flags,
-            "gpu": self.gpu.name,
-            "gpus": self.gpus,
+            "flags": {k: v for k, v in given.items() if k not in sim_only},
+            **self.placement.shown(),
             "vllm_version": self.vllm_version,
         }
+        if self.config.engine == "sim":
+            shown["simulator_flags"] = {k: v for k, v in given.items() if k in sim_only}
+        return shown
 
 
 def resolve_target(
     *,
     engine: EngineName,
-    model: str,
+    model: str | None,
     argv: list[str],
     gpu: str | None = None,
     vllm_version: str | None = None,
@@ -55,9 +68,12 @@ def resolve_target(
     """Reads a command's engine words and GPU argument. For `engine="sim"` the GPU and the vLLM release may be
     sim-serve flags among the words (`--gpu H200x2 --vllm-version 0.24.0`), as sim-serve takes them."""
     flags = parse_argv(engine, argv, version=vllm_version, allow_unknown=allow_unknown)
+    model = str(flags.pop("model", None) or model or "")
+    if not model:
+        raise ServetuneError("no model given", "name the model (a directory with config.json, or a bundled name)")
     if engine == "sim":
         gpu = str(flags.pop("gpu", None) or gpu or "H200")
         vllm_version = str(flags.pop("vllm-version", None) or vllm_version or "") or None
-    gpu_spec, count = parse_gpu_arg(gpu or "local")
+    placement = place(parse_gpu_arg(gpu or "local"), flags)
     config = EngineConfig(engine=engine, model=model, flags=flags, version=vllm_version)
-    return Target(config=config, gpu=gpu_spec, gpus=count, vllm_version=vllm_version)
+    return Target(config=config, placement=placement, vllm_version=vllm_version)

@@ -90,8 +90,10 @@ class ProcessGroup:
         log_path: Path,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> ProcessGroup:
-        """Starts `argv` in a new session; `env` is added to servetune's own environment."""
+        """Starts `argv` in a new session; `env` is added to servetune's own environment; `pass_fds` stay open in
+        the child (a load worker's end of its socket to the coordinator)."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         full_env = {**os.environ, **(env or {})}
         cmd, preexec = list(argv), None
@@ -107,7 +109,8 @@ class ProcessGroup:
                 env=full_env,
                 cwd=cwd,
                 start_new_session=True,
-                preexec_fn=preexec,
+                preexec_fn=preexec,  # noqa: PLW1509 - only PR_SET_PDEATHSIG, async-signal-safe
+                pass_fds=tuple(pass_fds),
             )
         group = cls(popen, log_path)
         reaper.register(group.pgid, group)

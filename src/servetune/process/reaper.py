@@ -8,6 +8,7 @@ servetune itself, which no handler can catch.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import threading
@@ -44,10 +45,8 @@ def stop_all(grace_s: float = EXIT_GRACE_S) -> None:
     with _lock:
         groups = list(_live.values())
     for group in groups:
-        try:
+        with contextlib.suppress(Exception):  # best effort at exit: the next group must still be stopped
             group.stop(grace_s=grace_s)
-        except Exception:  # noqa: BLE001 - best effort at exit; the next group must still be stopped
-            pass
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -61,7 +60,7 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def _install() -> None:
-    global _installed
+    global _installed  # noqa: PLW0603 - one reaper per process, installed once
     if _installed:
         return
     _installed = True

@@ -4,19 +4,22 @@ calls on a folder's store."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
 from typing import Any
 
+from servetune.fileio import atomic_write_text
+from servetune.metrics.export import write_rows_csv
 from servetune.report.tables import (
     changes_text,
+    column_title,
     display_columns,
     short_value,
     status_text,
     summary_rows,
     time_scale_note,
+    tradeoffs,
 )
 from servetune.tune.environment import environment
 from servetune.tune.experiment import Experiment
@@ -89,19 +92,14 @@ def results_json(
 
 
 def write_csv(path: Path, ranking: Ranking) -> None:
-    rows = summary_rows(ranking)
-    fields: list[str] = []
-    for row in rows:
-        fields += [k for k in row if k not in fields]
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows_csv(path, summary_rows(ranking))
 
 
 def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]) -> str:
-    cols = display_columns(ranking)
-    head = ["#", "variant", "changes", "status", *[".".join(c) for c in cols]]
+    objective_key = (ranking.objective.probe, ranking.objective.figure)
+    cols = [objective_key, *(c for c in display_columns(ranking) if c != objective_key)]
+    head = ["#", "variant", f"{column_title(objective_key)} ★ objective", "status", *map(column_title, cols[1:])]
+    head.append("changes")
     lines = [f"# {exp.name}: tuning summary", ""]
     if exp.description:
         lines += [exp.description, ""]
@@ -117,17 +115,23 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         cells = [
             str(entry.rank or ""),
             entry.record.variant.name + (" ★" if ranking.winner is entry else ""),
-            changes_text(entry),
+            short_value(entry, cols[0]),
             status_text(entry) + (f": {why}" if why else ""),
-            *[short_value(entry, c) for c in cols],
+            *[short_value(entry, c) for c in cols[1:]],
+            changes_text(entry),
         ]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     lines += [
         "",
         "Values are means ± 95% half-width over repeats; (±N%) is the change vs the stage's baseline, "
-        "~ marks a change inside the noise.",
+        f"~ marks a tie by the ranking's rule (inside the noise or below {ranking.min_effect_pct:g}%).",
         "",
     ]
+    found = tradeoffs(ranking)
+    if found:
+        lines += ["## Trade-offs", ""]
+        lines += [f"- {t.text(column_title(objective_key))}" for t in found]
+        lines.append("")
     estimated = [e.record.variant.name for e in ranking.entries if e.record.estimated]
     if estimated:
         lines += [f"Judged by the simulator's estimate only (not launched): {', '.join(estimated)}.", ""]
@@ -178,9 +182,9 @@ def write_reports(
         "recommendation": out_dir / "recommendation.txt",
     }
     write_csv(paths["csv"], ranking)
-    paths["json"].write_text(json.dumps(results_json(exp, ranking, rec, environment), indent=2, default=str))
-    paths["markdown"].write_text(markdown(exp, ranking, rec, environment))
-    paths["html"].write_text(render_html(exp, ranking, rec, environment))
+    atomic_write_text(paths["json"], json.dumps(results_json(exp, ranking, rec, environment), indent=2, default=str))
+    atomic_write_text(paths["markdown"], markdown(exp, ranking, rec, environment))
+    atomic_write_text(paths["html"], render_html(exp, ranking, rec, environment))
     if rec:
         text = f"# {rec.variant}: {rec.reason}\n{rec.serve_command}\n"
         if rec.docker_command:
@@ -190,7 +194,7 @@ def write_reports(
             text += f"\n# sampling preset {name}\n{json.dumps(body, ensure_ascii=False)}\n"
     else:
         text = f"# no recommendation: {ranking.reason}\n"
-    paths["recommendation"].write_text(text)
+    atomic_write_text(paths["recommendation"], text)
     return paths
 
 
@@ -201,5 +205,5 @@ def write_outcome(exp: Experiment, outcome: Outcome) -> dict[str, Path]:
 
 def write_ranked(out_dir: Path, exp: Experiment, records: list[VariantRecord], ranking: Ranking) -> dict[str, Path]:
     """Every report of a ranked experiment folder (a live run's end, or `servetune report DIR`)."""
-    versions = {r.variant.config.engine: r.facts.get("version") for r in records}
+    versions: dict[str, str | None] = {str(r.variant.config.engine): r.facts.get("version") for r in records}
     return write_reports(out_dir, exp, ranking, recommend(exp, ranking), environment(versions))

@@ -1,15 +1,20 @@
 """The ranking flattened into rows: one per variant, the suite's figures as columns (mean, 95% half-width,
-delta vs the stage's baseline).  CSV, markdown and HTML all print these rows."""
+delta vs the stage's baseline), and the trade-offs the objective alone hides.  CSV, markdown, HTML and the
+terminal all print these rows; every number passes through `servetune.humanize.number` and every "significant"
+is `tune.stats.Delta.significant` — the ranking's own rule."""
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from servetune.humanize import number
 from servetune.suite.spec import all_probes, figure_spec
 from servetune.tune.estimates import ESTIMATE_PROBE
 from servetune.tune.rank import Entry, FigureKey, Ranking
+from servetune.tune.stats import Delta, Estimate, delta, estimate
 
 
 def headline() -> list[FigureKey]:
@@ -45,7 +50,7 @@ def display_columns(ranking: Ranking) -> list[FigureKey]:
     objective = ranking.objective
     predicted = (ESTIMATE_PROBE, objective.label)
     present = any(predicted in entry.figures for entry in ranking.entries)
-    return shown + [predicted] if present else shown
+    return [*shown, predicted] if present else shown
 
 
 def time_scales(ranking: Ranking) -> list[float]:
@@ -141,3 +146,156 @@ def short_value(entry: Entry, key: FigureKey) -> str:
         mark = "" if d.significant else "~"
         text += f" ({mark}{d.pct:+.1f}%)" if abs(d.pct) < 10 else f" ({mark}{d.pct:+.0f}%)"
     return text
+
+
+def column_title(key: FigureKey) -> str:
+    """A column's header for people: the figure's label and unit (`decode tok/s (tok/s)`), the probe when the label
+    alone is ambiguous."""
+    probe, figure = key
+    if probe == ESTIMATE_PROBE:
+        return f"simulator estimate of {figure}"
+    spec = figure_spec(probe, figure)
+    if spec is None:
+        return f"{probe}.{figure}"
+    label = spec.label or figure.replace("_", " ")
+    return label + (f" ({spec.unit})" if spec.unit and not label.endswith(spec.unit) else "")
+
+
+PointKey = tuple[int, str]
+"""(concurrency, point figure) of a load curve, e.g. (16, "ttft_p99_ms")."""
+
+
+def point_estimates(entry: Entry) -> dict[PointKey, Estimate]:
+    """Each load-curve level's figures as a mean with a 95% CI over the repeats that reached that level."""
+    values: dict[PointKey, list[float]] = defaultdict(list)
+    for run in entry.record.runs:
+        if run.probe != "load_curve" or not run.result.ok:
+            continue
+        for point in run.result.points:
+            level = point.get("concurrency")
+            if level is None:
+                continue
+            for name, value in point.items():
+                if name != "concurrency" and isinstance(value, int | float) and math.isfinite(value):
+                    values[(int(level), name)].append(float(value))
+    return {key: est for key, xs in values.items() if (est := estimate(xs)) is not None}
+
+
+@dataclass(frozen=True)
+class TradeOff:
+    """A variant far better than the reference on an SLO metric the objective does not count, and what it costs."""
+
+    variant: str
+    reference: str
+    metric: str
+    """The figure for people, e.g. `TTFT p99 at concurrency 16`."""
+    unit: str
+    value: float
+    reference_value: float
+    change: Delta
+    price: Delta | None
+    """The objective's change against the reference (None when one of them has no objective)."""
+
+    def text(self, objective: str) -> str:
+        """`B3-mnbt-2048: TTFT p99 at concurrency 16 −70% (1,240 → 372 ms) vs defaults, for output tok/s −1.3%`."""
+        unit = f" {self.unit}" if self.unit else ""
+        head = (
+            f"{self.variant}: {self.metric} {self.change.pct:+.0f}% ({number(self.reference_value)} → "
+            f"{number(self.value)}{unit}) vs {self.reference}"
+        )
+        if self.price is None:
+            return head
+        tie = " (a tie: inside the noise or below the practical threshold)" if not self.price.significant else ""
+        return f"{head}, for {objective} {self.price.pct:+.1f}%{tie}"
+
+
+SLO_POINT_FIGURES = ("ttft_p99_ms", "tpot_p99_ms", "itl_p99_ms", "e2el_p99_ms", "ttft_p50_ms", "tpot_p50_ms")
+"""The load-curve figures a trade-off may name: the percentiles latency SLOs bound."""
+
+
+def tradeoffs(ranking: Ranking, per_variant: int = 2) -> list[TradeOff]:
+    """Variants significantly better than the winner (or, without one, the baseline) on an SLO metric other than the
+    objective — a latency of a probe that declares one, or a load-curve level's latency percentile — with the price
+    in the objective. "Significantly" is the ranking's own rule (`Delta.significant`: outside the 95% interval and at
+    least `ranking.min_effect_pct`), the one behind the ties and every delta mark. Each variant's largest gains
+    first, at most `per_variant` of them; the list is ordered by the size of the gain."""
+    reference = ranking.winner or ranking.baseline()
+    if reference is None:
+        return []
+    threshold = ranking.min_effect_pct
+    objective = (ranking.objective.probe, ranking.objective.figure)
+    ref_points = point_estimates(reference)
+    found: list[TradeOff] = []
+    for entry in ranking.entries:
+        if entry is reference or entry.record.status != "done":
+            continue
+        price = (
+            delta(entry.objective, reference.objective, threshold)
+            if entry.objective is not None and reference.objective is not None
+            else None
+        )
+        gains: list[TradeOff] = []
+        for key, est in entry.figures.items():
+            spec = figure_spec(*key)
+            if (
+                key == objective
+                or spec is None
+                or spec.slo is None
+                or spec.better == "none"
+                or key not in reference.figures
+            ):
+                continue
+            gain = _gain(est, reference.figures[key], threshold, spec.better == "higher")
+            if gain is not None:
+                gains.append(
+                    _tradeoff(
+                        entry, reference, spec.label or key[1], spec.unit, est, reference.figures[key], gain, price
+                    )
+                )
+        points = point_estimates(entry)
+        for (level, name), est in points.items():
+            ref = ref_points.get((level, name))
+            if name not in SLO_POINT_FIGURES or ref is None:
+                continue
+            gain = _gain(est, ref, threshold, higher=False)
+            if gain is not None:
+                metric, q = name.removesuffix("_ms").rsplit("_", 1)
+                label = f"{metric.upper()} {q} at concurrency {level}"
+                gains.append(_tradeoff(entry, reference, label, "ms", est, ref, gain, price))
+        gains.sort(key=lambda t: -abs(t.change.pct))
+        families: set[str] = set()
+        for best in gains:  # one per metric (the level where it gains most), the largest first
+            family = best.metric.split(" at concurrency")[0]
+            if family not in families and len(families) < per_variant:
+                families.add(family)
+                found.append(best)
+    return sorted(found, key=lambda t: -abs(t.change.pct))
+
+
+def _gain(est: Estimate, ref: Estimate, threshold: float, higher: bool) -> Delta | None:
+    d = delta(est, ref, threshold)
+    if d is None or not d.significant or (d.pct > 0) != higher:
+        return None
+    return d
+
+
+def _tradeoff(
+    entry: Entry,
+    reference: Entry,
+    metric: str,
+    unit: str,
+    est: Estimate,
+    ref: Estimate,
+    gain: Delta,
+    price: Delta | None,
+) -> TradeOff:
+    return TradeOff(
+        variant=entry.record.variant.name,
+        reference=reference.record.variant.name,
+        metric=metric,
+        unit=unit,
+        value=est.mean,
+        reference_value=ref.mean,
+        change=gain,
+        price=price,
+    )

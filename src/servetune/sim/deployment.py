@@ -163,7 +163,7 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
     from servetune.plan.api import MTP_METHODS, plan_for
     from servetune.plan.roofline import model_costs
 
-    gpu, _ = parse_gpu_arg(args.gpu)  # the count is in tensor_parallel_size already (flags.py)
+    gpu = parse_gpu_arg(args.gpu).gpu  # the count is in tensor_parallel_size already (flags.py)
     tp = args.tensor_parallel_size
     spec = load_model_spec(
         args.model,

@@ -20,6 +20,8 @@ from servetune.engines.flagtable import table_for
 from servetune.engines.vocab import parse_argv, to_argv
 from servetune.errors import ServetuneError
 from servetune.hardware.gpus import parse_gpu_arg
+from servetune.plan.placement import place
+from servetune.plan.target import Target, resolve_target
 
 
 class SimServeArgs(BaseModel):
@@ -112,11 +114,23 @@ def parse_sim_args(argv: list[str], *, allow_unknown: bool = False) -> SimServeA
     unless `--pass-unknown-flags` is among the words or `allow_unknown` (a caller holding flags a real vLLM
     already accepted, e.g. a measured run's flags.txt); it is then named in the startup log like every vLLM flag
     the simulator does not model."""
+    words, opted_in, model_pos = _words(argv)
+    return sim_args(parse_argv("sim", words, allow_unknown=allow_unknown or opted_in), model=model_pos)
+
+
+def sim_target(argv: list[str]) -> Target:
+    """What `sim-serve` / `estimate` read from their words, as `--show-config` prints it (plan's format)."""
+    words, opted_in, model_pos = _words(argv)
+    return resolve_target(engine="sim", model=model_pos, argv=words, allow_unknown=opted_in)
+
+
+def _words(argv: list[str]) -> tuple[list[str], bool, str | None]:
+    """(flag words, opted in to unknown flags, the positional MODEL)."""
     words = list(argv)
     opted_in = OPT_IN in words or "--allow-unknown-flags" in words
     words = [w for w in words if w not in (OPT_IN, "--allow-unknown-flags")]
     model_pos = words.pop(0) if words and not words[0].startswith("-") else None
-    return sim_args(parse_argv("sim", words, allow_unknown=allow_unknown or opted_in), model=model_pos)
+    return words, opted_in, model_pos
 
 
 def sim_args(given: Mapping[str, object], *, model: str | None = None) -> SimServeArgs:
@@ -141,14 +155,13 @@ def sim_args(given: Mapping[str, object], *, model: str | None = None) -> SimSer
     if rate is not None:
         values["acceptance_rate"] = rate
     gpu_text = str(flags.pop("gpu", None) or "H200")
-    gpu, count = parse_gpu_arg(gpu_text)
-    tp = values.get("tensor_parallel_size")
-    if count > 1 and tp is not None and tp != count:
+    placed = place(parse_gpu_arg(gpu_text), given)
+    if placed.problem:
         raise ServetuneError(
-            f"--gpu {gpu_text} names {count} GPUs but --tensor-parallel-size is {tp}",
-            f"the simulator runs one replica of TP GPUs: give --gpu {gpu.name}x{tp}, or leave out one of the two",
+            f"{placed.problem} (--gpu {gpu_text})",
+            f"give --gpu {placed.gpu.name}x{placed.world_size}, or smaller parallel sizes",
         )
-    values["tensor_parallel_size"] = tp if tp is not None else count
+    values["tensor_parallel_size"] = placed.tensor_parallel_size
     values["gpu"] = gpu_text
     values["planner_flags"] = {f: flags.pop(f) for f in _LEDGER_FLAGS if flags.get(f) is not None}
     values["ignored"] = [" ".join(to_argv("sim", {k: v})) for k, v in flags.items() if v is not None]

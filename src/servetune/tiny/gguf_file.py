@@ -78,9 +78,9 @@ def write_gguf(path: Path, spec: TinyLlamaSpec, tensors: dict[str, np.ndarray], 
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges(tok))
-    w.add_bos_token_id(tok.token_to_id(END_OF_TEXT))
-    w.add_eos_token_id(tok.token_to_id(IM_END))
-    w.add_pad_token_id(tok.token_to_id(END_OF_TEXT))
+    w.add_bos_token_id(_token_id(tok, END_OF_TEXT))
+    w.add_eos_token_id(_token_id(tok, IM_END))
+    w.add_pad_token_id(_token_id(tok, END_OF_TEXT))
     w.add_add_bos_token(False)
     w.add_chat_template(CHAT_TEMPLATE)
     for name, arr in gguf_tensors(spec, tensors).items():
@@ -89,3 +89,11 @@ def write_gguf(path: Path, spec: TinyLlamaSpec, tensors: dict[str, np.ndarray], 
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def _token_id(tok: Tokenizer, token: str) -> int:
+    """The id of a special token the tiny tokenizer always has (an error, not a silent None, if it lost it)."""
+    found = tok.token_to_id(token)
+    if found is None:
+        raise ValueError(f"the tiny tokenizer has no {token!r} token")
+    return found

@@ -4,16 +4,16 @@ can be met and measured, an objective the suite produces.  Pure: returns issues,
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
+from servetune.engines.commands import parse_command
+from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec
 from servetune.metrics.slo import is_latency_slo, slo_problem
-from servetune.suite.spec import all_probes, named_objectives
-from servetune.tune.experiment import Change, Experiment
-from servetune.engines.commands import parse_command
-from servetune.engines.vocab import normalize_flags
 from servetune.plan.inputs import inputs_from_flags
+from servetune.suite.spec import all_probes, named_objectives
+from servetune.tune.experiment import Experiment
 from servetune.tune.issues import Issue, KeyPath
 from servetune.tune.variants import CLIENT_PREFIX
 
@@ -66,10 +66,12 @@ def _roofline_issues(exp: Experiment) -> Iterator[Issue]:
     if not bounds or hardware is None or exp.engine.engine not in {"vllm", "sim"}:
         return
     from servetune.plan.api import plan_for
+    from servetune.plan.placement import place
     from servetune.tune.variants import base_config
 
     config = base_config(exp)
-    gpu, count = hardware
+    placed = place(hardware, config.flags)
+    gpu, count = placed.gpu, placed.gpus
     try:
         plan = plan_for(config, gpu, count, vllm_version=config.version)
     except ServetuneError:
@@ -180,7 +182,7 @@ def _flag_issues(exp: Experiment) -> Iterator[Issue]:
 
 def _check_flags(
     engine: str,
-    flags: dict[str, object],
+    flags: Mapping[str, object],
     path: KeyPath,
     version: str | None,
     allow_unknown: bool,
@@ -191,13 +193,18 @@ def _check_flags(
         where = path if at_value else (*path, name)
         try:
             normalized = normalize_flags(engine, {name: value}, version=version, allow_unknown=allow_unknown)
+            given = {k: v for k, v in normalized.items() if v is not None}
             if engine in ("vllm", "sim"):
-                inputs_from_flags({k: v for k, v in normalized.items() if v is not None}, version=version)
+                inputs_from_flags(given, version=version)
+            if engine == "sim":  # the simulator's own ranges (time-scale > 0, acceptance-rate in 0..1, ...)
+                from servetune.sim.flags import sim_args
+
+                sim_args(given, model="(checked)")
         except ServetuneError as err:
             yield Issue(where, err.problem, err.fix or "see the engine's --help")
 
 
-def _check_client_dim(exp: Experiment, name: str, values: list[object], path: KeyPath) -> Iterator[Issue]:
+def _check_client_dim(exp: Experiment, name: str, values: Sequence[object], path: KeyPath) -> Iterator[Issue]:
     field = name.removeprefix(CLIENT_PREFIX)
     if field not in ClientSpec.model_fields:
         yield Issue(path, f"unknown client setting `{field}`", f"use one of {', '.join(ClientSpec.model_fields)}")

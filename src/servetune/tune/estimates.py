@@ -66,7 +66,7 @@ def judge(exp: Experiment, variants: list[Variant], predictions: dict[str, Predi
     spec, objective = exp.estimate, exp.resolved_objective()
     goal = objective.direction
     scores = {key: p.objective for key, p in predictions.items()}
-    launch, pruned = list(variants), []
+    launch, pruned = list(variants), list[Variant]()
     if spec.mode == "prune":
         launch, pruned = prune_by_estimate(variants, scores, goal, spec.keep or len(variants))
     sign = 1.0 if goal == "max" else -1.0
@@ -121,7 +121,7 @@ def predictor(exp: Experiment) -> Predictor:
 
     def predict(config: EngineConfig) -> Prediction:
         # no GPU named (a CPU engine): the device the calibration was fitted on, when it says
-        gpu = exp.hardware.gpu or (calibration.device if calibration else None)
+        gpu = exp.hardware.gpu_arg() or (calibration.device if calibration else None)
         if config.engine not in {"vllm", "sim"}:
             return Prediction({}, None, f"the simulator models vLLM only (engine {config.engine})")
         if config.engine == "vllm" and gpu is None:

@@ -7,15 +7,16 @@ published in docs/experiment.schema.json is `Experiment.model_json_schema()`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servetune.engines.config import EngineName, FlagValue
 from servetune.errors import ServetuneError
-from servetune.hardware.catalog import GPUSpec
-from servetune.hardware.gpus import parse_gpu_arg
+from servetune.hardware.gpus import GpuChoice, parse_gpu_arg
 from servetune.load.backend import ClientSpec
+from servetune.plan.placement import Placement, place
 from servetune.suite.params import Probes
 from servetune.suite.spec import figure_spec, named_objectives
 
@@ -59,24 +60,37 @@ class HardwareSpec(_Strict):
     )
     count: int | None = Field(default=None, ge=1, le=4096, description="How many (default: the xN of `gpu`, or 1).")
 
-    def resolved(self) -> tuple[GPUSpec, int] | None:
+    def resolved(self) -> GpuChoice | None:
         """The GPU model and count (None on CPU); `gpu: A100-80G-SXMx2` and `count: 2` say the same thing, and
-        saying two different counts is an error."""
+        saying two different counts is an error. Without a count, a config takes as many GPUs as its parallel
+        sizes ask for (`plan.placement`, as `--gpu` reads on the command line)."""
         if self.gpu is None:
             return None
-        gpu, spelled = parse_gpu_arg(self.gpu)
-        if self.count is not None and spelled != 1 and spelled != self.count:
+        choice = parse_gpu_arg(self.gpu)
+        if self.count is not None and choice.counted and choice.count != self.count:
             raise ServetuneError(
-                f"hardware.gpu {self.gpu!r} names {spelled} GPUs but hardware.count is {self.count}",
+                f"hardware.gpu {self.gpu!r} names {choice.count} GPUs but hardware.count is {self.count}",
                 "give the count once (either xN in gpu, or count)",
             )
-        return gpu, self.count or spelled
+        if self.count is not None:
+            return GpuChoice(choice.gpu, self.count, counted=True)
+        return choice
 
-    @property
-    def gpus(self) -> int:
-        """How many GPUs (0 on CPU): what GPU-minutes and the planner count."""
-        found = self.resolved()
-        return found[1] if found else 0
+    def gpu_arg(self) -> str | None:
+        """`gpu` with `count` folded in, as `--gpu` spells it (what the simulator is given)."""
+        if self.gpu is None or self.count is None:
+            return self.gpu
+        return self.gpu if parse_gpu_arg(self.gpu).counted else f"{self.gpu}x{self.count}"
+
+    def placement(self, flags: Mapping[str, object]) -> Placement | None:
+        """Where a config of this experiment runs (None on CPU)."""
+        choice = self.resolved()
+        return place(choice, flags) if choice else None
+
+    def gpus_for(self, flags: Mapping[str, object]) -> int:
+        """How many GPUs a config takes (0 on CPU): what GPU-minutes, the planner and the deploy files count."""
+        placed = self.placement(flags)
+        return placed.gpus if placed else 0
 
 
 class SuiteSpec(_Strict):

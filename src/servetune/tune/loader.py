@@ -7,6 +7,7 @@ which keeps the line of every key; a validation error's location (a path of keys
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ def _pydantic_issues(err: ValidationError, data: Any) -> list[Issue]:
     return _dedupe(issues)
 
 
-def _type_fix(kind: str, e: dict[str, Any]) -> str:
+def _type_fix(kind: str, e: Mapping[str, Any]) -> str:
     if kind.startswith(("int_", "float_")):
         return "write a number without quotes or units"
     if kind.startswith("bool"):
@@ -160,7 +161,7 @@ def parse_experiment(text: str, source: str = "<experiment>") -> Experiment:
     """Validates an experiment's YAML text: structure (pydantic), then flags, SLOs and consistency."""
     try:
         root = yaml.compose(text)
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servetune.engines.config import EngineConfig
+from servetune.secrets import Redactor
 from servetune.tune.estimates import ESTIMATE_PROBE, Predictor, predictor
 from servetune.tune.executor import Executor, LocalExecutor
 from servetune.tune.experiment import Experiment, Stage
@@ -19,7 +20,7 @@ from servetune.tune.plan import BatchPlan, plan_batch
 from servetune.tune.progress import Emit, Progress
 from servetune.tune.rank import Ranking, rank
 from servetune.tune.result import RunResult, VariantRecord
-from servetune.tune.session import LaunchSession, Launcher, default_launcher
+from servetune.tune.session import Launcher, LaunchSession, default_launcher
 from servetune.tune.sources import Feasible, SearchSource, source_for
 from servetune.tune.store import FINISHED, STORE_NAME, Store
 from servetune.tune.variants import Variant, base_config
@@ -48,14 +49,14 @@ def default_feasibility(exp: Experiment) -> Feasible | None:
         return None
     from servetune.errors import ServetuneError
     from servetune.plan.api import plan_for
-
-    gpu, count = hardware
+    from servetune.plan.placement import place
 
     def check(config: EngineConfig) -> list[str]:
         if config.engine not in {"vllm", "sim"}:
             return []
+        placed = place(hardware, config.flags)
         try:
-            plan = plan_for(config, gpu, count, vllm_version=config.version)
+            plan = plan_for(config, placed.gpu, placed.gpus, vllm_version=config.version)
         except ServetuneError:
             return []
         if plan.feasible:
@@ -72,16 +73,22 @@ def run_experiment(
     resume: bool = False,
     emit: Emit = print,
     launcher: Launcher | None = None,
-    feasibility: Feasible | None | Callable[[EngineConfig], list[str]] = None,
+    feasibility: Feasible | Callable[[EngineConfig], list[str]] | None = None,
     executor: Executor | None = None,
     reorder: bool = True,
+    retry_failed: bool = False,
 ) -> Outcome:
     """Runs (or resumes) an experiment into `out_dir`. `launcher` and `feasibility` default to the real engines
-    and the planner; `reorder=False` keeps the declared order (the ordering benchmark)."""
+    and the planner; `reorder=False` keeps the declared order (the ordering benchmark); `retry_failed` (with
+    `resume`) runs variants that failed in an earlier session again (a transient crash), keeping their runs."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    store = Store(out_dir / STORE_NAME)
+    store = Store(out_dir / STORE_NAME, redactor=Redactor.of(exp))
     try:
-        store.check_experiment(fingerprint(exp), resume)
+        store.lock()
+        store.check_experiment(fingerprint(exp), resume or retry_failed)
+        if retry_failed:
+            retried = store.reset_failed()
+            emit(f"retrying {len(retried)} failed variant(s): {', '.join(retried) or 'none'}")
         store.set_meta("experiment", exp.model_dump(mode="json"))
         progress = Progress(emit)
         session = LaunchSession(

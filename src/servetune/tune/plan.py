@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from servetune.tune.estimates import Prediction, Predictor, judge
-from servetune.tune.experiment import Experiment, Stage
+from servetune.tune.experiment import Experiment, HardwareSpec, Stage
 from servetune.tune.order import count_launches, order_variants
 from servetune.tune.sources import Feasible, SearchSource, source_for
 from servetune.tune.variants import Variant, base_config
@@ -60,7 +60,8 @@ def plan_batch(
     """Decides every variant's fate: infeasible ones (the planner's reasons) are set aside, the simulator orders
     (or prunes) the rest when `estimate.mode` asks for it, and what is launched is grouped by launch."""
     verdicts: dict[str, list[str]] = {}
-    fit, infeasible = [], []
+    fit: list[Variant] = []
+    infeasible: list[Variant] = []
     for variant in batch:
         key = variant.launch_key()
         if key not in verdicts:
@@ -126,6 +127,7 @@ class ExperimentPlan:
     probes: tuple[str, ...]
     repeats: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    hardware: HardwareSpec | None = None
 
     def lines(self) -> list[str]:
         """The plan as `servetune tune --check` prints it."""
@@ -156,6 +158,10 @@ class ExperimentPlan:
         out += list(self.notes)
         return out
 
+    def _placement(self, variant: Variant) -> dict[str, object] | None:
+        placed = self.hardware.placement(variant.config.flags) if self.hardware else None
+        return placed.shown() if placed else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "experiment": self.name,
@@ -172,6 +178,7 @@ class ExperimentPlan:
                             "reasons": list(p.reasons),
                             "same_as": p.same_as,
                             "config": p.variant.config.model_dump(mode="json"),
+                            "placement": self._placement(p.variant),
                             "changes": p.variant.changes,
                             "prediction": p.prediction.figures if p.prediction else None,
                         }
@@ -207,4 +214,5 @@ def plan_experiment(exp: Experiment, *, feasibility: Feasible | None, predictor:
         planned = plan_batch(exp, batch, feasibility=feasibility, predictor=predictor)
         stages.append(StagePlan(stage, previous, planned, count_launches(batch), search))
         previous = stage.name
-    return ExperimentPlan(exp.name, tuple(stages), tuple(exp.suite.probes.enabled()), exp.suite.repeats)
+    probes = tuple(exp.suite.probes.enabled())
+    return ExperimentPlan(exp.name, tuple(stages), probes, exp.suite.repeats, hardware=exp.hardware)

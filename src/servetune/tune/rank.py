@@ -56,8 +56,8 @@ def slo_failures(exp: Experiment, record: VariantRecord, figures: dict[FigureKey
     elif latency:
         for key, bound in latency.items():
             metric = key.split("_")[0]
-            seen = [est for key_, est in figures.items() if _slo_of(key_) == metric]
-            worst = max((e.mean for e in seen), default=None)
+            judged = [est for key_, est in figures.items() if _slo_of(key_) == metric]
+            worst = max((e.mean for e in judged), default=None)
             if worst is None:
                 out.append(f"{key} was not measured")
             elif worst > bound:
@@ -69,15 +69,15 @@ def slo_failures(exp: Experiment, record: VariantRecord, figures: dict[FigureKey
     for key, bound in exp.slos.items():
         if BOUNDS.get(key) != "lower":
             continue
-        seen = [(key_, est) for key_, est in figures.items() if _slo_of(key_) == key]
-        if not seen:
+        measured = [(key_, est) for key_, est in figures.items() if _slo_of(key_) == key]
+        if not measured:
             out.append(f"{key} was not measured")
             continue
-        where, worst = min(seen, key=lambda item: item[1].mean)
-        if worst.mean < bound:
+        where, lowest = min(measured, key=lambda item: item[1].mean)
+        if lowest.mean < bound:
             spec = figure_spec(*where)
             label, unit = (spec.label, spec.unit) if spec else (key, "")
-            out.append(f"{label} {worst.mean:.1f}{unit} < {bound:g}{unit} ({key})")
+            out.append(f"{label} {lowest.mean:.1f}{unit} < {bound:g}{unit} ({key})")
     return out
 
 
@@ -94,8 +94,13 @@ def complexity(record: VariantRecord) -> int:
 def cost(record: VariantRecord) -> tuple[float, float]:
     """(GPUs, memory fraction reserved): lower is cheaper."""
     flags = record.variant.config.flags
-    gpus = float(flags.get("tensor-parallel-size", 1) or 1) * float(flags.get("pipeline-parallel-size", 1) or 1)
-    return gpus, float(flags.get("gpu-memory-utilization", 0) or 0)
+    gpus = _number(flags.get("tensor-parallel-size"), 1.0) * _number(flags.get("pipeline-parallel-size"), 1.0)
+    return gpus, _number(flags.get("gpu-memory-utilization"), 0.0)
+
+
+def _number(value: object, default: float) -> float:
+    """A numeric flag value (the checks made sure it is one); `default` when it is unset."""
+    return float(value) if isinstance(value, int | float | str) and value != "" else default
 
 
 @dataclass

@@ -43,7 +43,7 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
             port=deploy.port,
             host_model_dir=deploy.host_model_dir,
             container_name=deploy.container_name,
-            gpus=exp.hardware.gpus or "all",
+            gpus=exp.hardware.gpus_for(config.flags) or "all",
         )
     figures = {
         f"{probe}.{name}": number(est.mean, 4) + ("" if est.n < 2 else f" ± {number(est.half_width, 2)}")

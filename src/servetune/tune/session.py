@@ -125,7 +125,7 @@ class LaunchSession:
             engine=variant.config.engine,
             max_model_len=facts.get("max_model_len") or facts.get("n_ctx_per_slot"),
             time_scale=time_scale(variant.config),
-            gpu_count=self.exp.hardware.gpus,
+            gpu_count=self.exp.hardware.gpus_for(variant.config.flags),
         )
 
     def _run_suite(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any], launch_s: float) -> bool:
@@ -171,13 +171,13 @@ class LaunchSession:
                     self._fail(variant, _death(engine, name), clock())
                     return True
         wall = clock()
-        self.store.set_status(variant.key(), "done", wall_s=wall, gpu_minutes=gpu_minutes(self.exp, wall))
+        self.store.set_status(variant.key(), "done", wall_s=wall, gpu_minutes=gpu_minutes(self.exp, variant, wall))
         self.emit(f"done {variant.name} in {wall:.1f} s")
         return False
 
     def _fail(self, variant: Variant, failure: Failure, wall: float) -> None:
         self.store.set_status(
-            variant.key(), "failed", failure=failure, wall_s=wall, gpu_minutes=gpu_minutes(self.exp, wall)
+            variant.key(), "failed", failure=failure, wall_s=wall, gpu_minutes=gpu_minutes(self.exp, variant, wall)
         )
         self.emit(f"FAILED {variant.name}: {failure.klass} during {failure.during}")
         self.skip_all(variant)
@@ -195,8 +195,9 @@ def applies(params: object, variant: Variant) -> bool:
     return not only or variant.baseline or any(flag in variant.changes for flag in only)
 
 
-def gpu_minutes(exp: Experiment, wall_s: float) -> float:
-    return wall_s / 60 * max(1, exp.hardware.gpus)
+def gpu_minutes(exp: Experiment, variant: Variant, wall_s: float) -> float:
+    """Wall minutes times the GPUs the variant's config takes (at least one: a CPU run counts as one)."""
+    return wall_s / 60 * max(1, exp.hardware.gpus_for(variant.config.flags))
 
 
 def _seed(variant: Variant, repeat: int) -> int:

@@ -109,7 +109,7 @@ def delta(variant: Estimate, reference: Estimate, min_effect_pct: float = 0.0) -
     if reference.mean == 0:
         return None
     pct = 100 * (variant.mean - reference.mean) / abs(reference.mean)
-    if variant.n < 2 or reference.n < 2:  # noqa: PLR2004 - an interval needs two repeats
+    if variant.n < 2 or reference.n < 2:
         return Delta(pct, math.inf, min_effect_pct)
     va, vb = variant.sd**2 / variant.n, reference.sd**2 / reference.n
     se = math.sqrt(va + vb)

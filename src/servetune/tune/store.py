@@ -1,15 +1,24 @@
 """The experiment folder's SQLite store: every run lands here the moment it finishes, so a crash or Ctrl-C
-loses at most the run in flight, and `--resume` knows exactly what is left to do."""
+loses at most the run in flight, and `--resume` knows exactly what is left to do.
+
+A running experiment holds the folder's lock (`servetune.lock`, an advisory lock the kernel drops when the process
+dies), so a second `tune --out` of the same folder is refused with who holds it instead of launching the same
+engines twice; `servetune report` opens the store read-only. Secrets are redacted before anything is stored.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from servetune.errors import ServetuneError
+from servetune.secrets import Redactor
 from servetune.tune.result import Failure, RunResult, VariantRecord, VariantStatus
 from servetune.tune.variants import Variant
 
@@ -28,27 +37,71 @@ CREATE TABLE IF NOT EXISTS runs (
 FINISHED: tuple[VariantStatus, ...] = ("done", "failed", "skipped")
 STORE_NAME = "servetune.db"
 """The store's file name inside an experiment folder."""
+LOCK_NAME = "servetune.lock"
+_TABLES = {"meta", "variants", "runs"}
 
 
 class Store:
-    """One SQLite file per experiment folder; each write is its own committed transaction."""
+    """One SQLite file per experiment folder; each write is its own committed transaction.
 
-    def __init__(self, path: Path) -> None:
+    `readonly` opens an existing store for reading only (reports); `lock` takes the folder's lock for a run."""
+
+    def __init__(self, path: Path, *, readonly: bool = False, redactor: Redactor | None = None) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
-        if "time_scale" not in columns:  # a folder from before runs recorded the simulator's time scale
-            self._db.execute("ALTER TABLE runs ADD COLUMN time_scale REAL NOT NULL DEFAULT 1")
+        self.redactor = redactor or Redactor()
+        self._lock: IO[str] | None = None
+        try:
+            if readonly:
+                self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=30)
+                tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                if not tables >= _TABLES:
+                    raise ServetuneError(
+                        f"{path} is an SQLite file but not a servetune store",
+                        "give the --out folder of `servetune tune`",
+                    )
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.executescript(_SCHEMA)
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+                if "time_scale" not in columns:  # a folder from before runs recorded the simulator's time scale
+                    self._db.execute("ALTER TABLE runs ADD COLUMN time_scale REAL NOT NULL DEFAULT 1")
+        except sqlite3.DatabaseError as err:
+            raise ServetuneError(
+                f"{path} cannot be read as a servetune store ({err})",
+                "the file is corrupt or another program's: give the --out folder of `servetune tune`, or move the file",
+            ) from None
+
+    def lock(self) -> None:
+        """Takes the folder's lock for this process (refused, with the holder, when another run has it)."""
+        lock_path = self.path.parent / LOCK_NAME
+        handle = open(lock_path, "a+")  # noqa: SIM115 - held open for the whole run: closing it releases the lock
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another servetune process"
+            handle.close()
+            raise ServetuneError(
+                f"{self.path.parent} is in use by {holder}",
+                "wait for that run to finish (or stop it), or give another --out folder",
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"servetune pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
+        handle.flush()
+        self._lock = handle
 
     def close(self) -> None:
         self._db.close()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     # meta ---------------------------------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(self.redactor.data(value))))
 
     def meta(self, key: str, default: Any = None) -> Any:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -76,7 +129,7 @@ class Store:
         """Registers a variant as pending (no-op when it is already known, e.g. on resume)."""
         self._db.execute(
             "INSERT OR IGNORE INTO variants (key, position, variant, status, updated) VALUES (?, ?, ?, 'pending', ?)",
-            (variant.key(), position, variant.model_dump_json(), time.time()),
+            (variant.key(), position, json.dumps(self.redactor.data(variant.model_dump(mode="json"))), time.time()),
         )
 
     def set_status(
@@ -94,7 +147,7 @@ class Store:
     ) -> None:
         fields: dict[str, Any] = {"status": status, "updated": time.time()}
         if failure is not None:
-            fields["failure"] = failure.model_dump_json()
+            fields["failure"] = json.dumps(self.redactor.data(failure.model_dump(mode="json")))
         if skip_reasons is not None:
             fields["skip_reasons"] = json.dumps(skip_reasons)
         for name, value in (("launch_s", launch_s), ("wall_s", wall_s), ("gpu_minutes", gpu_minutes)):
@@ -106,6 +159,12 @@ class Store:
             fields["estimated"] = int(estimated)
         assignments = ", ".join(f"{name} = ?" for name in fields)
         self._db.execute(f"UPDATE variants SET {assignments} WHERE key = ?", (*fields.values(), key))
+
+    def reset_failed(self) -> list[str]:
+        """Marks every failed variant pending again (its finished probe runs stay); their names."""
+        rows = self._db.execute("SELECT key, variant FROM variants WHERE status = 'failed'").fetchall()
+        self._db.execute("UPDATE variants SET status = 'pending', failure = NULL WHERE status = 'failed'")
+        return [json.loads(variant)["name"] for _, variant in rows]
 
     def status(self, key: str) -> VariantStatus | None:
         row = self._db.execute("SELECT status FROM variants WHERE key = ?", (key,)).fetchone()
@@ -120,7 +179,7 @@ class Store:
                 run.variant_key,
                 run.probe,
                 run.repeat,
-                run.result.model_dump_json(),
+                json.dumps(self.redactor.data(run.result.model_dump(mode="json"))),
                 run.wall_s,
                 time.time(),
                 run.time_scale,

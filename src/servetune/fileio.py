@@ -1,0 +1,51 @@
+"""Files servetune writes: atomically (a full disk or a crash leaves the old file or none, never half of one), and
+into places checked before any work starts (a bad `--json /missing/dir/x.json` fails in the first second, not after
+a half-hour run)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from servetune.errors import ServetuneError
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Writes `text` to `path` through a temporary file in the same folder and a rename."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def ensure_writable(path: Path, what: str = "output") -> Path:
+    """Checks that `path` can be written (its folder exists and takes a file) before the work that fills it."""
+    path = Path(path)
+    folder = path.parent if path.parent != Path("") else Path(".")
+    if not folder.is_dir():
+        raise ServetuneError(f"cannot write the {what} {path}: {folder} is not a folder", f"create {folder} first")
+    if path.is_dir():
+        raise ServetuneError(f"the {what} {path} is a folder", "give a file name")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".servetune-write-check.", dir=folder)
+    except OSError as err:
+        raise ServetuneError(
+            f"cannot write the {what} {path}: {err.strerror}", f"choose a folder you can write to instead of {folder}"
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
+    return path

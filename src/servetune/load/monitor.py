@@ -1,0 +1,98 @@
+"""How busy a client process was: its event-loop lag and CPU time, sampled every few milliseconds.
+
+A client that cannot keep up does not fail; it measures itself. Every time stamp it takes is late by as long as
+its event loop was busy elsewhere, so TTFT grows and the gaps between tokens collapse to 0 (tokens read in one
+go). The lag of a timer that should fire every `interval_s` is exactly that delay, and the process CPU time says
+why. Both are kept raw with their time, so the run's summary can judge the measured phase alone (warm-up and
+cool-down left out) in every process, the coordinator's and each worker's alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import time
+from array import array
+from collections.abc import Iterator
+
+import numpy as np
+
+from servetune.metrics.validity import ClientProcess
+
+_now = time.monotonic_ns
+
+
+class LoopMonitor:
+    """Samples (time, lag, CPU time) of this process's event loop until cancelled."""
+
+    def __init__(self, interval_s: float = 0.01) -> None:
+        self.interval_ns = int(interval_s * 1e9)
+        self.t = array("q")
+        self.lag = array("q")
+        self.cpu = array("q")
+
+    async def run(self) -> None:
+        interval, interval_s = self.interval_ns, self.interval_ns / 1e9
+        cpu = time.process_time_ns
+        while True:
+            before = _now()
+            await asyncio.sleep(interval_s)
+            after = _now()
+            self.t.append(after)
+            self.lag.append(max(0, after - before - interval))
+            self.cpu.append(cpu())
+
+    def samples(self) -> tuple[bytes, bytes, bytes]:
+        """The raw samples as bytes (cheap to send from a worker process)."""
+        return self.t.tobytes(), self.lag.tobytes(), self.cpu.tobytes()
+
+
+def client_process(
+    role: str, pid: int, samples: tuple[bytes, bytes, bytes], start_ns: int, end_ns: int
+) -> ClientProcess | None:
+    """One process's evidence over the window [start_ns, end_ns] (the measured phase); None without samples."""
+    t, lag, cpu = (np.frombuffer(b, dtype=np.int64) for b in samples)
+    inside = (t >= start_ns) & (t <= end_ns)
+    if inside.sum() < 2:
+        return None
+    tw, lw, cw = t[inside], lag[inside] / 1e6, cpu[inside]
+    wall = tw[-1] - tw[0]
+    p50, p99 = (float(x) for x in np.percentile(lw, [50, 99]))
+    return ClientProcess(
+        role=role,
+        pid=pid,
+        cpu_pct=100.0 * float(cw[-1] - cw[0]) / wall if wall > 0 else 0.0,
+        loop_lag_p50_ms=p50,
+        loop_lag_p99_ms=p99,
+        loop_lag_max_ms=float(lw.max()),
+        samples=int(inside.sum()),
+    )
+
+
+@contextlib.contextmanager
+def young_collections_only() -> Iterator[None]:
+    """While a run lasts, the garbage collector looks at young objects only.
+
+    A run keeps every record it made until its end, so the heap grows by thousands of objects a second; CPython
+    then walks all of them in a full collection every so often, a pause of tens of milliseconds at c1024 in which
+    no time stamp is taken (the event-loop lag showed it). Everything built before the clock starts is frozen,
+    and objects that survive a young collection are left alone until the run ends; a cycle that becomes garbage
+    meanwhile waits until then."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(before[0], 10_000), 2**31 - 1, 2**31 - 1)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def usable_cores() -> int:
+    """CPUs this process may run on (its affinity mask, as `taskset` sets it), not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS has no affinity masks
+        return os.cpu_count() or 1

@@ -1,0 +1,176 @@
+"""A bench folder: measured runs, each in servetune's own run file, whatever tool made it.
+
+A run file (`<name>.servetune.json`) holds where the run came from (`RunSource`: servetune, vLLM bench serve,
+GuideLLM or AIPerf, with its file), its load level, the figures under vLLM's flat names as that tool reported them,
+and — when per-request data exists — the summary servetune recomputes from the records (`<name>.records.jsonl`,
+one `RequestRecord` per line) with vLLM's definitions. `servetune bench --save-result` writes one per run next to
+vLLM's result JSON; `servetune import` converts other tools' files into one; `servetune report DIR` reads them
+(and other tools' files lying in DIR) and draws the bench report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from servetune.errors import ServetuneError
+from servetune.fileio import atomic_write_text
+from servetune.metrics.record import RequestRecord
+from servetune.metrics.summary import Summary, summarize
+
+RUN_SUFFIX = ".servetune.json"
+RECORDS_SUFFIX = ".records.jsonl"
+Tool = Literal["servetune", "vllm", "guidellm", "aiperf"]
+TOOL_NAMES: dict[str, str] = {
+    "servetune": "servetune bench",
+    "vllm": "vllm bench serve",
+    "guidellm": "GuideLLM",
+    "aiperf": "AIPerf",
+}
+
+
+class RunSource(BaseModel):
+    """Where a run came from and what load it ran."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: Tool
+    path: str
+    """The file it was read from (servetune's own run file for servetune's runs)."""
+    label: str
+    """A run's name in the report: the series it belongs to (a sweep's levels share it)."""
+    model: str | None = None
+    kind: Literal["concurrency", "rate"] | None = None
+    level: float | None = None
+    """Requests in flight (concurrency) or requests per second (rate; inf = all at once)."""
+    started_at: str | None = None
+    notes: tuple[str, ...] = ()
+    """What the reader had to assume (an approximated ITL, a missing field)."""
+
+    @property
+    def level_text(self) -> str:
+        if self.level is None:
+            return "—"
+        if self.kind == "concurrency":
+            return f"c{self.level:g}"
+        return "rate ∞" if self.level == float("inf") else f"{self.level:g} req/s"
+
+
+class BenchRun(BaseModel):
+    """One measured run (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    source: RunSource
+    figures: dict[str, float]
+    """vLLM-named figures as the tool reported them (`request_throughput`, `p99_ttft_ms`, ...)."""
+    summary: Summary | None = None
+    """servetune's summary of `records` (vLLM's definitions), when the run has per-request data."""
+    records: list[RequestRecord] = []
+    settings: dict[str, Any] = {}
+    """The tool's own description of the load (servetune: shape and workload), kept as it was."""
+
+    @classmethod
+    def of(
+        cls,
+        source: RunSource,
+        figures: dict[str, float],
+        records: Sequence[RequestRecord] | None,
+        settings: dict[str, Any] | None = None,
+        percentiles: Iterable[float] = (50, 90, 95, 99),
+    ) -> BenchRun:
+        """A run with its summary recomputed from `records` when there are any."""
+        summary = summarize(records, percentiles=percentiles) if records else None
+        return cls(
+            source=source, figures=figures, summary=summary, records=list(records or []), settings=settings or {}
+        )
+
+    @property
+    def name(self) -> str:
+        return f"{self.source.label} {self.source.level_text}" if self.source.level is not None else self.source.label
+
+    def figure(self, key: str) -> float | None:
+        """A vLLM-named figure: servetune's recomputed one when the run has records, else the tool's own."""
+        if self.summary is not None:
+            from servetune.metrics.vllm_format import figures_of
+
+            value = figures_of(self.summary).get(key)
+            if value is not None:
+                return value
+        return self.figures.get(key)
+
+
+def run_stem(path: Path) -> str:
+    """The name a run's files share (`x.servetune.json` → `x`)."""
+    name = path.name
+    for suffix in (RUN_SUFFIX, RECORDS_SUFFIX, ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def write_run(folder: Path, stem: str, run: BenchRun) -> Path:
+    """Writes a run's file and its records next to each other (atomically); returns the run file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}{RUN_SUFFIX}"
+    body = {
+        "servetune_run": 1,
+        "source": run.source.model_dump(mode="json"),
+        "figures": run.figures,
+        "summary": run.summary.model_dump(mode="json") if run.summary else None,
+        "settings": run.settings,
+    }
+    if run.records:
+        atomic_write_text(folder / f"{stem}{RECORDS_SUFFIX}", "".join(r.model_dump_json() + "\n" for r in run.records))
+    atomic_write_text(path, json.dumps(body, indent=2, default=str))
+    return path
+
+
+def read_run(path: Path, data: dict[str, Any] | None = None) -> BenchRun:
+    """Reads a servetune run file (and its records file, when there is one)."""
+    body = data if data is not None else _json(path)
+    try:
+        source = RunSource.model_validate(body["source"])
+        summary = Summary.model_validate(body["summary"]) if body.get("summary") else None
+    except (KeyError, TypeError, ValidationError) as err:
+        raise ServetuneError(f"{path} is not a servetune run file: {err}", "give a file written by servetune") from None
+    records = read_records(path.with_name(run_stem(path) + RECORDS_SUFFIX))
+    return BenchRun(
+        source=source,
+        figures={k: float(v) for k, v in (body.get("figures") or {}).items() if isinstance(v, int | float)},
+        summary=summary,
+        records=records,
+        settings=body.get("settings") or {},
+    )
+
+
+def read_records(path: Path) -> list[RequestRecord]:
+    """The records of a JSONL file (none when it does not exist)."""
+    if not path.is_file():
+        return []
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ServetuneError(f"cannot read {path}: {err}", "remove the file or write it again") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(RequestRecord.model_validate_json(line))
+        except ValidationError as err:
+            raise ServetuneError(f"{path} line {n} is not a servetune request record: {err}", "remove it") from None
+    return out
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ServetuneError(
+            f"cannot read {path} as JSON: {err}", "give a run file written by a benchmark tool"
+        ) from None

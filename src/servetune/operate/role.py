@@ -1,0 +1,49 @@
+"""One upstream pool of `servetune serve` and what the supervisor knows about its engine.
+
+Its own module so that the supervisor, the blue-green switch and the control face share the type without
+importing each other.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from servetune.engines.config import EngineConfig
+from servetune.engines.launch import RunningEngine
+from servetune.operate.fallback import Capacity, Fallback
+from servetune.operate.liveness import Liveness, ProbeOutcome
+
+
+@dataclass
+class Role:
+    """One upstream pool and the engine serving it."""
+
+    name: str
+    cfg: EngineConfig
+    fallback: Fallback | None = None
+    on_fallback: bool = False
+    engine: RunningEngine | None = None
+    liveness: Liveness | None = None
+    state: str = "starting"
+    deaths: deque[float] = field(default_factory=deque)
+    attempt: int = 0
+    next_start: float = 0.0
+    ready_at: float = 0.0
+    primary_capacity: Capacity | None = None
+    """Measured capacity of the last engine of the primary profile (what a fallback is compared with)."""
+
+    @property
+    def api_key(self) -> str | None:
+        value = self.cfg.flags.get("api-key")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class Hung:
+    """A liveness verdict handed from the probe thread to the supervisor's main loop."""
+
+    role: str
+    engine: RunningEngine
+    outcome: ProbeOutcome
+    since_ok_s: float

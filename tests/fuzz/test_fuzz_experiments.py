@@ -1,0 +1,110 @@
+"""Fuzz experiment files (issue 16): `tune --check` on a mutated example is a valid plan or a clear error naming
+the key — never a traceback, never a hang — and it launches nothing.
+
+Each draw takes one of the shipped examples, picks up to three places in its tree and replaces a value with a
+hostile one (a wrong type, zero, a negative, NaN, an empty list, a huge number, unicode), deletes a key, or adds
+an unknown one. The mutated file is written as YAML and checked in-process (`servetune.cli.main`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .cli_run import assert_clear, run_cli
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "tune"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("*.yaml"))
+HOSTILE: list[Any] = [
+    0, -1, -0.5, 1e308, 10**15, math.nan, math.inf, "", "☃", "1k", "abc", [], {}, [1, "a"], {"x": 1}, None,
+    True, "tiny", "/nonexistent", "A100", "H200x0", "={1}", "=HYPERLINK(\"http://x\")",
+]  # fmt: skip
+Path_ = tuple[Any, ...]
+
+
+def _places(node: Any, at: Path_ = ()) -> list[Path_]:
+    """Every key path of the tree (dict keys and list indexes)."""
+    out: list[Path_] = [at] if at else []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _places(value, (*at, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _places(value, (*at, i))
+    return out
+
+
+def _parent(tree: Any, path: Path_) -> Any:
+    for key in path[:-1]:
+        tree = tree[key]
+    return tree
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> tuple[str, Any]:
+    source = draw(st.sampled_from(EXAMPLES))
+    tree = yaml.safe_load(source.read_text())
+    for _ in range(draw(st.integers(1, 3))):
+        places = _places(tree)
+        path = draw(st.sampled_from(places))
+        parent = _parent(tree, path)
+        action = draw(st.sampled_from(["replace", "replace", "delete", "unknown"]))
+        if action == "replace":
+            parent[path[-1]] = draw(st.sampled_from(HOSTILE))
+        elif action == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.sampled_from(["colour", "repeat", "engines", "slo", "Name"]))] = draw(
+                st.sampled_from(HOSTILE)
+            )
+    return source.name, tree
+
+
+RUNS = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "60"))
+
+
+def test_mutated_experiments_are_plans_or_clear_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    @settings(max_examples=RUNS, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(mutated())
+    def one(case: tuple[str, Any]) -> None:
+        name, tree = case
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(tree, allow_unicode=True))
+        out = tmp_path / "never-made"
+        words = ["tune", str(path), "--check", "--out", str(out)]
+        code, err, elapsed = run_cli(words, capsys)
+        assert_clear([*words, f"# from {name}: {tree!r}"[:2000]], code, err, elapsed)
+        assert code in (0, 2), err
+        assert not out.exists(), "--check launched or wrote something"
+
+    one()
+
+
+def test_duplicate_keys_empty_dimensions_and_zero_time_scale_fail_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three silent passes of 0.1's `--check`."""
+    base = (EXAMPLES_DIR / "qwen36-27b-2xa100-sim.yaml").read_text()
+    cases = {
+        "duplicate": base + "\nname: again\n",
+        "empty-grid": base.split("variants:")[0] + "variants:\n  grid:\n    max-num-seqs: []\n",
+        "zero-scale": base.split("variants:")[0]
+        + "variants:\n  matrix:\n    changes:\n      frozen: {time-scale: 0}\n",
+    }
+    for name, text in cases.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        code, err, elapsed = run_cli(["tune", str(path), "--check"], capsys)
+        assert_clear(["tune", name], code, err, elapsed)
+        assert code == 2, f"{name} passed the check:\n{err}"

@@ -1,0 +1,212 @@
+"""`vllm bench serve` compatibility: its flags with its meanings, its result JSON, and vLLM's own tooling reading
+servetune's files — vLLM's `bench sweep` running `servetune bench` as its benchmark command against a server it
+starts itself, then vLLM's sweep and Pareto readers and its timeline builder on what servetune wrote."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from servetune.errors import ServetuneError
+from servetune.load.bench_args import parse_bench_argv
+from servetune.load.options import LoadOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+SERVETUNE = [sys.executable, "-m", "servetune"]
+
+VLLM_LINE = (
+    "--backend openai --base-url {url} --endpoint /v1/completions --model org/tiny --served-model-name mock "
+    "--dataset-name random --random-input-len 48 --random-output-len 12 --random-range-ratio 0.1 "
+    "--random-prefix-len 16 --num-prompts 24 --request-rate 200 --burstiness 0.8 --max-concurrency 4 "
+    "--ignore-eos --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 "
+    "--goodput ttft:500 tpot:50 --seed 7 --num-warmups 2 --temperature 0 --disable-tqdm --trust-remote-code "
+    "--save-result --save-detailed --result-dir {out} --result-filename run.json --metadata tp=1 note=ci"
+)
+"""A `vllm bench serve` shell line with its common flags (the words a user has in their history)."""
+RUN_LINE = VLLM_LINE.replace("--request-rate 200 --burstiness 0.8 ", "")
+"""The line the runs use: without an arrival rate, whose send-time lateness a busy shared test machine can push past
+the validity bound (vLLM's --max-concurrency alone: every request at t = 0, four in flight)."""
+
+
+def test_vllm_line_means_what_it_means_in_vllm() -> None:
+    args, load = parse_bench_argv(shlex.split(VLLM_LINE.format(url="http://127.0.0.1:9", out="/tmp/x")))
+    assert (args.url, args.model, args.model_id, args.endpoint) == (
+        "http://127.0.0.1:9",
+        "mock",
+        "org/tiny",
+        "completions",
+    )
+    assert args.save_result and args.save_detailed and args.result_filename == "run.json"
+    assert args.metadata == {"tp": "1", "note": "ci"} and args.extra_body == {"temperature": 0.0}
+    assert not args.progress and any("--trust-remote-code" in n for n in args.notes)
+    assert args.percentile_metrics == ("ttft", "tpot", "itl", "e2el")
+    # --random-prefix-len is on top of --random-input-len (vLLM), servetune counts the prefix in the input
+    assert (load.input_tokens, load.prefix_tokens, load.output_tokens, load.range_ratio) == (64, 16, 12, 0.1)
+    (klass,) = load.classes()
+    assert klass.input_dist.std == pytest.approx(0.1 * 48 / math.sqrt(3))  # the spread is the random part's
+    shape = load.shape()
+    assert (shape.kind, shape.rate, shape.max_concurrency, shape.requests) == ("rate", 200, 4, 24)
+    assert (shape.arrival, shape.burstiness, shape.warmup_requests, shape.seed) == ("gamma", 0.8, 2, 7)
+    assert load.slos() is not None and load.slos().tpot_ms == 50  # type: ignore[union-attr]
+    assert load.percentile_values() == (50, 90, 99) and load.output_control == "ignore_eos"
+
+
+def test_vllm_defaults_and_translations() -> None:
+    closed = LoadOptions.from_argv(["--max-concurrency", "8", "--num-prompts", "5"])[0].shape()
+    assert (closed.kind, closed.concurrency) == ("concurrency", 8)  # rate inf + N in flight = a closed loop
+    burst = LoadOptions.from_argv(["--num-prompts", "5"])[0].shape()
+    assert (burst.kind, burst.rate) == ("rate", math.inf)  # vLLM's default --request-rate inf
+    assert LoadOptions.from_argv(["--dataset-name", "random"])[0].input_tokens == 1024  # vLLM's default
+    share = LoadOptions.from_argv(["--dataset-name", "prefix_repetition", "--prefix-repetition-num-prefixes", "3"])[0]
+    assert (share.prefix_tokens, share.input_tokens, share.prefix_groups, share.output_tokens) == (256, 512, 3, 128)
+    assert LoadOptions.from_argv(["--random-range-ratio", '{"input": 0.2, "output": 0.2}'])[0].range_ratio == 0.2
+    for argv, says in (
+        (["--random-range-ratio", '{"input": 0.2, "output": 0.5}'], "one ratio"),
+        (["--dataset-name", "sharegpt"], "needs --dataset-path"),
+        (["--dataset-name", "hf"], "--dataset-name"),
+        (["--duration", "5"], "needs a load"),
+    ):
+        with pytest.raises(ServetuneError, match=says):
+            LoadOptions.from_argv(argv)
+    for argv, says in (
+        (["--header", "x=1"], "--header is not supported"),
+        (["--backend", "tgi"], "--backend"),
+        (["--endpoint", "/v1/embeddings"], "unknown endpoint"),
+        (["--percentile-metrics", "ttft,goodness"], "goodness"),
+        (["--metadata", "novalue"], "KEY=VALUE"),
+    ):
+        with pytest.raises(ServetuneError, match=says):
+            parse_bench_argv(argv)
+
+
+def test_sharegpt_file_follows_vllms_eos_and_shuffle_rules(tmp_path: Path) -> None:
+    data = tmp_path / "sg.json"
+    data.write_text(json.dumps([{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}]))
+    plain = LoadOptions.from_argv(["--dataset-name", "sharegpt", "--dataset-path", str(data)])[0]
+    assert plain.output_control == "none" and plain.workload().source.shuffle  # type: ignore[union-attr]
+    asked = LoadOptions.from_argv(["--dataset-name", "sharegpt", "--dataset-path", str(data), "--ignore-eos",
+                                   "--sharegpt-output-len", "9", "--disable-shuffle"])[0]  # fmt: skip
+    source = asked.workload().source
+    assert asked.output_control == "ignore_eos" and source.output_tokens == 9 and not source.shuffle  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="module")
+def mock_url() -> Iterator[str]:
+    server = subprocess.Popen(
+        [*SERVETUNE, "mock-server", "--port", "0", "--ttft-ms", "8", "--itl-ms", "2"],
+        stderr=subprocess.PIPE, text=True, env=ENV,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        yield server.stderr.readline().split()[4]
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_a_vllm_line_runs_unchanged_and_writes_vllms_file(mock_url: str, tmp_path: Path) -> None:
+    line = shlex.split(RUN_LINE.format(url=mock_url, out=tmp_path))
+    proc = subprocess.run([*SERVETUNE, "bench", *line], capture_output=True, text=True, env=ENV, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["completed"] == 24 and data["failed"] == 0 and data["backend"] == "openai"
+    assert data["model_id"] == "org/tiny" and data["max_concurrency"] == 4 and data["request_rate"] == "inf"
+    assert data["tp"] == "1" and data["num_prompts"] == 24
+    for key in ("median_ttft_ms", "p99_itl_ms", "p90_tpot_ms", "mean_e2el_ms", "std_ttft_ms", "request_goodput"):
+        assert isinstance(data[key], float), key
+    assert "p95_ttft_ms" not in data  # only the asked percentiles, as vLLM writes them
+    assert len(data["ttfts"]) == len(data["itls"]) == len(data["start_times"]) == 24
+    assert all(len(gaps) == n - 1 for gaps, n in zip(data["itls"], data["output_lens"], strict=True))
+    assert all(10 <= n <= 14 for n in data["output_lens"])  # 12 ± 10% (--random-range-ratio spreads both)
+    assert data["median_ttft_ms"] == pytest.approx(1000 * sorted(data["ttfts"])[11:13][0], rel=0.2)
+    own = json.loads((tmp_path / "run.servetune.json").read_text())
+    assert own["source"]["tool"] == "servetune" and len((tmp_path / "run.records.jsonl").read_text().splitlines()) == 26
+
+
+@pytest.fixture(scope="module")
+def vllm_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """vLLM's own `bench sweep` machinery: its ServerProcess starts servetune's mock server, its run_comb runs
+    `servetune bench` as the benchmark command (appending its own --percentile-metrics/--save-result/
+    --result-dir/--result-filename) twice per concurrency, and writes run=N.json and summary.json."""
+    serve_mod = pytest.importorskip("vllm.benchmarks.sweep.serve", reason="vLLM is not installed")
+    from vllm.benchmarks.sweep.param_sweep import ParameterSweepItem
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path_factory.mktemp("vllm-sweep")
+    serve_cmd = [
+        *SERVETUNE,
+        "mock-server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "1",
+    ]
+    bench_cmd = [*SERVETUNE, "bench", "--base-url", f"http://127.0.0.1:{port}", "--model", "mock",
+                 "--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "8",
+                 "--num-prompts", "12", "--disable-tqdm"]  # fmt: skip
+    os.environ["PYTHONPATH"] = ENV["PYTHONPATH"]  # the commands vLLM runs inherit this process's environment
+    with serve_mod.run_server(
+        serve_cmd, ["true"], show_stdout=False, serve_overrides=ParameterSweepItem(), dry_run=False
+    ) as server:
+        for concurrency in (1, 3):
+            comb = ParameterSweepItem({"max_concurrency": concurrency})
+            data = serve_mod.run_comb(
+                server, bench_cmd, serve_comb=ParameterSweepItem(), bench_comb=comb, link_vars=[],
+                base_path=out / f"BENCH-c{concurrency}", num_runs=2, dry_run=False,
+            )  # fmt: skip
+            assert data and len(data) == 2
+    return out
+
+
+def test_vllm_sweep_and_plot_readers_take_servetunes_files(vllm_sweep: Path) -> None:
+    plot = pytest.importorskip("vllm.benchmarks.sweep.plot")
+    pareto = pytest.importorskip("vllm.benchmarks.sweep.plot_pareto")
+    pytest.importorskip("vllm.benchmarks.plot")
+    rows = [r for path in sorted(vllm_sweep.rglob("summary.json")) for r in plot._json_load_bytes(path)]
+    assert len(rows) == 4 and {r["max_concurrency"] for r in rows} == {1, 3}
+    rows = plot._convert_inf_nan_strings(rows)
+    assert all(plot._get_metric(r, "p99_e2el_ms") > 0 for r in rows)  # vLLM's sweep passes e2el in its line
+    prepared, skipped = pareto._prepare_records(rows, user_count_var="max_concurrency", gpu_count_var=None)
+    assert skipped == 0 and all(p["tokens_per_user"] > 0 for p in prepared)
+    detailed = json.loads(next(vllm_sweep.rglob("run=0.json")).read_text())
+    assert "ttfts" not in detailed  # without --save-detailed, as vLLM
+
+
+def test_vllm_timeline_builder_takes_servetunes_detailed_file(mock_url: str, tmp_path: Path) -> None:
+    timeline = pytest.importorskip("vllm.benchmarks.plot", reason="vLLM is not installed")
+    line = shlex.split(RUN_LINE.format(url=mock_url, out=tmp_path))
+    proc = subprocess.run([*SERVETUNE, "bench", *line], capture_output=True, text=True, env=ENV, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((tmp_path / "run.json").read_text())
+    requests = [
+        {"start_time": s, "ttft": t, "itl": i, "latency": t + sum(i), "prompt_len": p, "output_tokens": o}
+        for s, t, i, p, o in zip(
+            data["start_times"], data["ttfts"], data["itls"], data["input_lens"], data["output_lens"], strict=True
+        )
+    ]  # what `vllm bench serve --plot-timeline` hands to its builder
+    segments = timeline.construct_timeline_data(requests, [0.025, 0.05], ["fast", "mid", "slow"])
+    assert len(segments) == sum(data["output_lens"])  # one TTFT segment and one per ITL gap of each request
+
+
+def test_servetune_report_reads_the_vllm_sweep_folder(vllm_sweep: Path) -> None:
+    proc = subprocess.run([*SERVETUNE, "report", str(vllm_sweep)], capture_output=True, text=True, env=ENV, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    html = (vllm_sweep / "report.html").read_text()
+    assert html.count("servetune bench</td>") == 4  # the twins of vLLM's run=N.json are read once, as servetune's
+    assert "p99 TTFT (ms) vs throughput" in html and ">c3<" in html  # the sweep's curve, points labelled

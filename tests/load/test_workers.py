@@ -1,0 +1,233 @@
+"""The load spread over worker processes: the same run as one process gives, exact under saturation.
+
+Each test starts real worker processes (about half a second each, in parallel) against the in-process mock
+server, and checks that none is left afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import signal
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from servetune.errors import ServetuneError
+from servetune.load.runner import run_load
+from servetune.load.shape import LoadShape
+from servetune.load.workload import Dist, Workload
+from servetune.metrics.record import ErrorClass, RequestRecord
+from servetune.metrics.validity import ClientReport, check_validity
+from servetune.mock.config import MockConfig
+from servetune.mock.server import running
+
+W = Workload.synthetic(16, 8)
+
+
+@pytest.fixture(autouse=True)
+def no_worker_left():
+    """Every test must leave no child process behind (the workers are stopped by their process groups)."""
+    yield
+    deadline = time.monotonic() + 5
+    while psutil.Process().children(recursive=True) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not psutil.Process().children(recursive=True)
+
+
+def ks_exponential(gaps: np.ndarray, rate: float) -> float:
+    """The Kolmogorov–Smirnov p-value of `gaps` against Exp(rate) (asymptotic distribution, Stephens' correction)."""
+    x = np.sort(gaps)
+    n = len(x)
+    cdf = 1 - np.exp(-rate * x)
+    d = max(np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n))
+    lam = (math.sqrt(n) + 0.12 + 0.11 / math.sqrt(n)) * d
+    return float(min(1.0, max(0.0, 2 * sum((-1) ** (k - 1) * math.exp(-2 * k * k * lam * lam) for k in range(1, 101)))))
+
+
+def test_ks_helper_tells_poisson_from_constant() -> None:
+    rng = np.random.default_rng(1)
+    assert ks_exponential(rng.exponential(0.01, 2000), 100) > 0.01
+    assert ks_exponential(np.full(2000, 0.01), 100) < 1e-6
+
+
+async def test_merged_arrival_stream_of_workers_is_the_requested_poisson_process() -> None:
+    rate, n = 150.0, 450
+    shape = LoadShape.open(rate, requests=n, seed=5)
+    async with running(MockConfig(ttft_ms=2, itl_ms=1)) as url:
+        result = await run_load(url, "mock", Workload.synthetic(8, 4), shape, tokenizer="words", workers=3)
+    records = sorted(result.records, key=lambda r: r.index)
+    assert [r.index for r in records] == list(range(n))  # every arrival sent once, none lost or repeated
+    assert {r.worker for r in records} == {0, 1, 2}
+    start = min(r.scheduled_ns for r in records)
+    offsets = (np.array([r.scheduled_ns for r in records]) - start) / 1e9
+    assert np.allclose(offsets, shape.arrivals(n), atol=1e-6)  # the schedule is the seed's, exactly
+    sent = np.sort([r.dispatched_ns for r in records]) / 1e9
+    assert ks_exponential(np.diff(sent), rate) > 0.01  # what the workers sent, merged, is Poisson at the rate
+    assert abs((n - 1) / (sent[-1] - sent[0]) / rate - 1) < 0.2
+    assert result.summary.completed == n and result.summary.validity.lateness_p50_ms < 5
+
+
+async def test_closed_loop_over_workers_never_exceeds_its_concurrency() -> None:
+    workload = Workload.synthetic(8, Dist(kind="uniform", mean=12, std=5, min=2))
+    async with running(MockConfig(ttft_ms=3, itl_ms=1)) as url:
+        result = await run_load(
+            url, "mock", workload, LoadShape.closed(5, requests=80, warmup_requests=5), tokenizer="words", workers=3
+        )
+    s = result.summary
+    events = sorted([(r.sent_ns, 1) for r in result.records] + [(r.done_ns, -1) for r in result.records])
+    assert max(np.cumsum([e for _, e in events])) <= 5  # warm-up included: the budget is one, global
+    assert s.peak_concurrency == 5 and s.completed == 80 and s.validity.warmup_excluded == 5
+    assert len({r.worker for r in result.records}) == 3
+
+
+async def test_records_from_workers_have_vllm_definitions() -> None:
+    async with running(MockConfig(ttft_ms=20, itl_ms=4)) as url:
+        one = await run_load(url, "mock", W, LoadShape.closed(4, requests=24), workers=1)
+        many = await run_load(url, "mock", W, LoadShape.closed(4, requests=24), workers=2)
+    for result in (one, many):
+        s = result.summary
+        assert s.completed == 24 and s.output_tokens == 24 * 8
+        assert abs(s.ttft_ms.p50 - 20) < 4 and abs(s.tpot_ms.p50 - 4) < 1 and abs(s.itl_ms.p50 - 4) < 1
+        assert all(r.prompt_tokens == r.prompt_tokens_expected == 16 for r in result.records)
+        for r in result.records:  # the one formula: (e2el - ttft) / (n - 1)
+            assert r.tpot_ns == pytest.approx((r.done_ns - r.chunk_ns[0]) / (r.output_tokens - 1))
+    assert sorted(r.index for r in one.records) == sorted(r.index for r in many.records)
+    assert many.summary.validity.client is not None and many.summary.validity.client.workers == 2
+    assert {p.role for p in many.summary.validity.client.processes} == {"coordinator", "worker 0", "worker 1"}
+
+
+async def test_a_killed_worker_is_reported_and_its_requests_counted() -> None:
+    async with running(MockConfig(ttft_ms=5, itl_ms=20)) as url:
+        run = asyncio.ensure_future(
+            run_load(url, "mock", Workload.synthetic(8, 40), LoadShape.closed(4, requests=16), workers=2)
+        )
+        while len(psutil.Process().children()) < 2:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.2)  # the workers are set up and mid-stream
+        victim = psutil.Process().children()[0].pid
+        os.kill(victim, signal.SIGKILL)
+        result = await run
+    s = result.summary
+    lost = [r for r in result.records if r.error_class == ErrorClass.WORKER_LOST]
+    assert lost and all(f"pid {victim}" in (r.error or "") for r in lost)
+    assert s.completed + s.failed == 16  # every measured request counted: none silently lost
+    text = " ".join(s.validity.warnings)
+    assert "killed by signal 9" in text and "worker_lost" in text and not s.validity.ok
+
+
+async def test_a_worker_that_cannot_connect_is_a_clear_error() -> None:
+    with pytest.raises(ServetuneError, match="cannot connect"):
+        await run_load("http://127.0.0.1:1", "mock", W, LoadShape.closed(2, requests=2), tokenizer="words", workers=2)
+
+
+async def test_workers_must_be_positive() -> None:
+    with pytest.raises(ServetuneError, match="at least 1"):
+        await run_load("http://127.0.0.1:1", "mock", W, LoadShape.closed(2, requests=2), workers=0)
+
+
+async def test_a_client_too_busy_to_keep_time_is_flagged_in_closed_loop() -> None:
+    """Closed loop in one process has no schedule to be late against; the event-loop lag is what shows it."""
+
+    async def hog() -> None:
+        while True:
+            time.sleep(0.03)  # the client's loop is busy elsewhere, as at c1024 on one core
+            await asyncio.sleep(0.005)
+
+    async with running(MockConfig(ttft_ms=5, itl_ms=2)) as url:
+        task = asyncio.ensure_future(hog())
+        try:
+            result = await run_load(url, "mock", W, LoadShape.closed(4, duration_s=1.0), workers=1)
+        finally:
+            task.cancel()
+    v = result.summary.validity
+    assert v.client_limited and not v.ok
+    assert any("the client limited this run" in w and "event loop ran late" in w for w in v.warnings), v.warnings
+    assert v.client is not None and v.client.processes[0].loop_lag_p99_ms > 20
+
+
+def _fifo(arrival_s: np.ndarray, service_s: float) -> list[RequestRecord]:
+    """Records of a one-at-a-time server: a request's first token comes when the server gets to it."""
+    free, out = 0.0, []
+    for i, t in enumerate(arrival_s):
+        begin = max(t, free)
+        free = begin + service_s
+        ms = 1_000_000_000
+        out.append(
+            RequestRecord(
+                index=i,
+                scheduled_ns=int(t * ms),
+                dispatched_ns=int(t * ms),
+                sent_ns=int(t * ms),
+                chunk_ns=[int((begin + 0.001) * ms), int(free * ms)],
+                done_ns=int(free * ms),
+                output_tokens=2,
+                output_tokens_source="usage",
+            )
+        )
+    return out
+
+
+def test_over_saturation_in_open_loop_is_flagged_with_its_evidence() -> None:
+    arrivals = np.cumsum(np.random.default_rng(3).exponential(0.01, 400))  # 100 req/s offered
+    report = ClientReport(kind="rate", workers=1, cores=2)
+    over = check_validity(_fifo(arrivals, 0.015), report)  # the server serves 67 req/s: the queue grows
+    assert over.queue is not None and over.queue.over_saturated and not over.ok
+    assert over.queue.inflight_last > 2 * over.queue.inflight_first
+    assert any("over-saturated" in w for w in over.warnings)
+    steady = check_validity(_fifo(arrivals, 0.004), report)  # 250 req/s of capacity: a steady state
+    assert steady.queue is not None and not steady.queue.over_saturated
+    assert not any("over-saturated" in w for w in steady.warnings)
+
+
+def test_sigterm_stops_a_bench_under_load_and_its_workers() -> None:
+    """A SIGTERM handler that raises lands in a protocol callback under load, where uvloop swallows it; the run is
+    cancelled through the loop instead, and the workers go with it."""
+    import subprocess
+    import sys
+
+    mock = subprocess.Popen(
+        [sys.executable, "-m", "servetune", "mock-server", "--port", "0", "--itl-ms", "5"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        port = int((mock.stderr.readline() if mock.stderr else "").split("127.0.0.1:")[1].split()[0])
+        argv = [sys.executable, "-m", "servetune", "bench", "--url", f"http://127.0.0.1:{port}", "--model", "mock"]
+        bench = subprocess.Popen(
+            [
+                *argv,
+                "--concurrency",
+                "32",
+                "--duration",
+                "30",
+                "--tokenizer",
+                "words",
+                "--no-progress",
+                "--workers",
+                "2",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while len(psutil.Process(bench.pid).children()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)  # streaming
+        workers = psutil.Process(bench.pid).children()
+        bench.send_signal(signal.SIGTERM)
+        assert bench.wait(timeout=15) == 130
+        gone, alive = psutil.wait_procs(workers, timeout=5)
+        assert len(gone) == 2 and not alive
+    finally:
+        os.killpg(mock.pid, signal.SIGKILL)
+        mock.wait()
+
+
+def test_rate_inf_needs_a_request_count() -> None:
+    with pytest.raises(ServetuneError, match="rate inf"):
+        LoadShape.open(float("inf"), duration_s=1)

@@ -1,0 +1,109 @@
+"""Other tools' result files read as servetune runs: figures mapped onto vLLM's names with the tools' definitions
+translated (GuideLLM's and AIPerf's "ITL" is vLLM's TPOT; AIPerf's inter-chunk latency is vLLM's ITL), records
+rebuilt from per-request timings, secrets left behind, and `servetune import` + `servetune report` comparing them.
+
+The samples in data/ are written by hand from the tools' own output schemas (GuideLLM's GenerativeBenchmarksReport,
+AIPerf's profile_export files, vLLM's result_json); data/vllm_bench_serve_detailed.json is a real
+`vllm bench serve --save-result --save-detailed` run (benchmarks/vllm_compat/run.py --sample)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from servetune.metrics.imports import find_runs, read_runs
+from servetune.metrics.runs import read_run, write_run
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+
+
+def test_guidellm_benchmark_report() -> None:
+    (run,) = read_runs(DATA / "guidellm_benchmarks.json")
+    assert (run.source.tool, run.source.kind, run.source.level, run.source.model) == (
+        "guidellm", "concurrency", 2.0, "servetune-tiny",
+    )  # fmt: skip
+    assert run.figures["median_tpot_ms"] == 20.0  # GuideLLM's inter_token_latency_ms is vLLM's TPOT
+    assert run.figures["p99_e2el_ms"] == pytest.approx(249.0)  # request_latency is in seconds
+    assert "median_itl_ms" not in run.figures and run.figures["request_throughput"] == 2.0
+    assert run.summary is not None and (run.summary.completed, run.summary.failed) == (4, 1)
+    assert run.summary.ttft_ms.p50 == pytest.approx(100.0, abs=0.01)
+    assert run.summary.tpot_ms.p50 == pytest.approx(20.0, abs=0.1)  # (end − first)/(n − 1) from the timings
+    assert "ITL approximated" in run.source.notes[0]
+
+
+def test_aiperf_export_folder_with_records() -> None:
+    (run,) = read_runs(DATA / "aiperf-c2")
+    assert (run.source.tool, run.source.kind, run.source.level) == ("aiperf", "concurrency", 2.0)
+    assert run.figures["median_tpot_ms"] == 10.857 and run.figures["p99_itl_ms"] == 12.0
+    assert run.figures["completed"] == 4 and run.figures["failed"] == 1
+    assert run.summary is not None and (run.summary.completed, run.summary.failed) == (4, 1)
+    assert run.summary.errors_by_class == {"http_5xx": 1}
+    assert run.summary.ttft_ms.p50 == pytest.approx(50.0) and run.summary.itl_ms.max == pytest.approx(12.0)
+    first = run.records[0]
+    assert len(first.chunk_ns) == 8 and first.chunk_ns[0] - first.sent_ns == 50_000_000  # exact, from the ICLs
+    assert "CANARY" not in str(run.settings)
+    assert read_runs(DATA / "aiperf-c2" / "profile_export.jsonl")[0].summary == run.summary
+
+
+def test_vllm_aggregates_only() -> None:
+    (run,) = read_runs(DATA / "vllm_bench_serve_rate8.json")
+    assert (run.source.tool, run.source.kind, run.source.level, run.source.label) == ("vllm", "rate", 8.0, "Qwen3-32B")
+    assert run.summary is None and run.figure("p99_ttft_ms") == 231.7 and run.figure("failed") == 2
+    assert "--save-detailed" in run.source.notes[0]
+
+
+def test_real_vllm_detailed_file_is_rebuilt_exactly() -> None:
+    path = DATA / "vllm_bench_serve_detailed.json"
+    (run,) = read_runs(path)
+    assert run.summary is not None and run.source.kind == "concurrency"
+    for key in ("median_ttft_ms", "mean_tpot_ms", "p99_itl_ms", "mean_e2el_ms", "output_throughput"):
+        assert run.figure(key) == pytest.approx(run.figures[key], rel=0.02), key  # servetune's = vLLM's
+
+
+def test_run_files_round_trip(tmp_path: Path) -> None:
+    (run,) = read_runs(DATA / "aiperf-c2")
+    back = read_run(write_run(tmp_path, "x", run))
+    assert back.summary == run.summary and len(back.records) == len(run.records) and back.source == run.source
+
+
+def test_import_then_report_compares_the_tools(tmp_path: Path) -> None:
+    into = tmp_path / "bench"
+    files = [DATA / "guidellm_benchmarks.json", DATA / "aiperf-c2", DATA / "vllm_bench_serve_rate8.json"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "servetune", "import", *map(str, files), "--into", str(into)],
+        capture_output=True, text=True, env=ENV, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(find_runs(into)) == 3
+    shutil.copy(DATA / "vllm_bench_serve_detailed.json", into)  # a foreign file dropped in the folder counts too
+    proc = subprocess.run(
+        [sys.executable, "-m", "servetune", "report", str(into)], capture_output=True, text=True, env=ENV, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    html = (into / "report.html").read_text()
+    for name in ("GuideLLM", "AIPerf", "vllm bench serve", "ITL approximated", "as reported"):
+        assert name in html, name
+    assert "CANARY" not in html and all("CANARY" not in p.read_text() for p in into.iterdir())
+    rows = list(csv.DictReader((into / "runs.csv").open()))
+    assert sorted(r["tool"] for r in rows) == ["aiperf", "guidellm", "vllm", "vllm"]
+
+
+def test_foreign_and_broken_files_are_clear_errors(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"hello": 1}')
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\x89PNG\x00\xff")
+    for path in (odd, binary):
+        proc = subprocess.run(
+            [sys.executable, "-m", "servetune", "report", str(path)], capture_output=True, text=True, env=ENV,
+            timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2 and "error:" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
