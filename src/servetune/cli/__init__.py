@@ -83,6 +83,16 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as err:
         if debug:
             raise
+        from pydantic import ValidationError
+
+        if isinstance(err, ValidationError):  # a value that reached a model unchecked: still the user's input
+            first = err.errors()[0]
+            name = ".".join(str(p) for p in first["loc"]) or err.title
+            _say(
+                f"bad value for {name}: {first['msg']} (got {first.get('input')!r})",
+                f"give {name} a valid value (see the command's --help)",
+            )
+            sys.exit(EXIT_USAGE)
         _say(f"servetune failed unexpectedly: {type(err).__name__}: {err}", "run again with --debug and report it")
         sys.exit(EXIT_FAILED)
     sys.exit(code if isinstance(code, int) else 0)

@@ -173,7 +173,13 @@ class LocalTokenizer:
                 "a local tokenizer needs the `tokenizers` package", "pip install tokenizers, or use tokenizer='server'"
             ) from err
         self.name = str(file)
-        self._tok = Tokenizer.from_file(str(file))
+        try:
+            self._tok = Tokenizer.from_file(str(file))
+        except Exception as err:  # noqa: BLE001 - the tokenizers package raises a bare Exception for a bad file
+            raise ServetuneError(
+                f"{file} is not a tokenizer.json the tokenizers package reads ({err})",
+                "give a Hugging Face tokenizer.json, a model folder holding one, or --tokenizer server",
+            ) from None
 
     async def count(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
