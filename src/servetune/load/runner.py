@@ -188,7 +188,7 @@ async def run_load(
         raise ServetuneError(f"workers must be at least 1, not {workers}", "use --workers 1 (in process) or more")
     n_workers = workers or default_workers(shape)
     base_url = normalize_base_url(base_url)  # what `launch` prints ends in /v1; the paths below add their own
-    counter = await make_counter(tokenizer, base_url, model, control)
+    counter = await make_counter(tokenizer, base_url, model, control or shape.timeouts.control())
     supply = Supply(RequestFactory(workload, counter, endpoint))
     local = counter if isinstance(counter, LocalTokenizer) else None
     connections = min(shape.concurrency or shape.max_concurrency or 64, 1024)
