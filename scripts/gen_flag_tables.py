@@ -8,13 +8,14 @@ without a hand-kept list:
     python scripts/gen_flag_tables.py llamacpp xllamacpp-2026.10.11549.tar.gz
     # SGLang: from python/sglang/srt (a source folder, or a wheel), read with `ast` (nothing imported)
     python scripts/gen_flag_tables.py sglang sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl
-    # the simulator's own flags (`servetune sim-serve`), from src/servetune/sim/flags.py
-    python scripts/gen_flag_tables.py sim
+
+The simulator's own flags (`flagtables/sim.json`: `--gpu`, `--time-scale`, ...) are the one table kept by hand:
+it is their source (`sim.flags` reads it, a test holds it to `sim.flags.SimServeArgs`'s fields and types).
 
 Each table lists one flag per line (so a diff between versions reads flag by flag) and, for engines with
 several versions, a `changes` block against the next older table in the folder: flags added, removed,
-renamed (same destination, or the old name kept as an alias) and flags whose kind changed. Run with the
-Python of /work/main/.venv (the `sim` table imports servetune; the others import nothing of the engines).
+renamed (same destination, or the old name kept as an alias) and flags whose kind changed. Nothing of the
+engines is imported.
 """
 
 from __future__ import annotations
@@ -598,33 +599,6 @@ def _class_fields(classes: list[ast.ClassDef]) -> list[dict[str, Any]]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------- sim
-
-
-def sim_table() -> dict[str, Any]:
-    """The flags only `servetune sim-serve` takes (sim/flags.py `SIM_ONLY_FLAGS`), with their argparse kinds;
-    `flagtable.table_for("sim")` lays them over the vLLM table the simulator imitates."""
-    sys.path.insert(0, str(ROOT / "src"))
-    from servetune.sim.flags import SIM_ONLY_FLAGS, _parser
-
-    flags = []
-    for action in _parser()._actions:
-        long = [o for o in action.option_strings if o.startswith("--")]
-        if not long or long[0][2:] not in SIM_ONLY_FLAGS:
-            continue
-        kind = {int: "int", float: "float", None: "str", str: "str"}[action.type]  # type: ignore[index]
-        flags.append(_spec(long[0][2:], kind, sim_only=True, help=_first_sentence(action.help or "")))
-    missing = set(SIM_ONLY_FLAGS) - {f["name"] for f in flags}
-    if missing:
-        raise SystemExit(f"sim: SIM_ONLY_FLAGS names flags sim-serve's parser lacks: {sorted(missing)}")
-    return {
-        "engine": "sim",
-        "version": None,
-        "source": "servetune sim-serve's own flags (src/servetune/sim/flags.py), laid over the vLLM table",
-        "flags": flags,
-    }
-
-
 # ------------------------------------------------------------------------------------------- writing
 
 
@@ -707,16 +681,13 @@ def main(argv: list[str] | None = None) -> int:
     sg = sub.add_parser("sglang", help="the SGLang table from its source folder or wheel")
     sg.add_argument("source", type=Path)
     sg.add_argument("--version")
-    sub.add_parser("sim", help="the simulator's own flags")
     args = p.parse_args(argv)
     if args.engine == "vllm":
         tables = [vllm_table(json.loads(d.read_text())) for d in args.dumps]
     elif args.engine == "llamacpp":
         tables = [llamacpp_table(args.source, args.build)]
-    elif args.engine == "sglang":
-        tables = [sglang_table(args.source, args.version)]
     else:
-        tables = [sim_table()]
+        tables = [sglang_table(args.source, args.version)]
     for table in tables:
         print(f"{write(table).relative_to(ROOT)}: {len(table['flags'])} flags")
     return 0

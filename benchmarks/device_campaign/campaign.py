@@ -240,11 +240,12 @@ def predict_sim(out: Path) -> None:
     the run: the point's nominal workload and shape (warm-up not simulated; Poisson points, whose rate is set on
     the device, are left out)."""
     sys.path.insert(0, str(ROOT / "src"))
-    from points import build
-    from servetune.sim.estimate import summarize, workload_from_load
+    import asyncio
 
+    from points import build
+
+    from servetune.sim.backend import SimBackend
     from servetune.sim.fitting import deployment_for
-    from servetune.sim.virtual import run_virtual
 
     out.mkdir(parents=True, exist_ok=True)
     for s in STARTUPS:
@@ -255,16 +256,14 @@ def predict_sim(out: Path) -> None:
             if point.kind == "poisson" or p["name"] == "warmup":
                 continue
             workload, shape = build(point)
-            specs, conc, times = workload_from_load(workload, shape)
-            run = run_virtual(specs, dep.limits, dep.timing, concurrency=conc, send_times=times)
-            est = summarize(run, dep, 0.0)
+            est = asyncio.run(SimBackend(dep).run(workload, shape)).summary  # the same Backend as a live server
             res[p["name"]] = {
                 "ttft_ms": est.ttft_ms.model_dump(),
                 "tpot_ms": est.tpot_ms.model_dump(),
                 "output_throughput": est.output_throughput,
                 "request_throughput": est.request_throughput,
                 "duration_s": est.duration_s,
-                "kv_cache_tokens": est.kv_cache_tokens,
+                "kv_cache_tokens": dep.kv_cache_tokens,
             }
         (out / f"sim_{s['id']}.json").write_text(json.dumps(res, indent=1) + "\n")
         print(s["id"], {k: round(v["ttft_ms"]["p50"], 1) for k, v in res.items()})

@@ -159,43 +159,21 @@ def planner_rows(data: Path, manifest: dict, split: dict) -> tuple[list[dict], l
 
 
 # --- the simulator --------------------------------------------------------------------------------------------
-def replay(point_name: str, records: list[dict], model_cfg: Path, flags: list[str], summary: dict) -> dict:
-    """The simulator (default coefficients) on the exact requests of a measured point."""
-    from fidelity_records import summarize
-
+def replay(jsonl: Path, model_cfg: Path, flags: list[str]) -> dict:
+    """The simulator (default coefficients) on the exact requests of a measured point, read from its result
+    file as `servetune calibrate` reads it (`sim.results.measured_run`, `sim.calibration.simulated_summary`)."""
+    from servetune.sim.calibration import simulated_summary
     from servetune.sim.fitting import deployment_for
-    from servetune.sim.virtual import RequestSpec, run_virtual
+    from servetune.sim.results import measured_run
 
-    point = POINTS[point_name]
-    prefix = {c.name: (c.shared_prefix_tokens, c.prefix_groups) for c in point.classes}
-    recs = sorted((r for r in records if r.get("phase") in ("warmup", "measure")), key=lambda r: r["sent_ns"])
-    recs = [r for r in recs if not r.get("error_class")]
-    specs = []
-    for r in recs:
-        shared, groups = prefix.get(r.get("traffic_class", ""), (0, 1))
-        prompt = int(r.get("prompt_tokens") or r.get("prompt_tokens_expected"))
-        specs.append(RequestSpec(prompt, max(1, int(r["output_tokens"])), min(shared, prompt), r["index"] % groups))
     dep = deployment_for(model_cfg, "H200", "0.24.0", flags)
-    if point.kind == "closed":
-        run = run_virtual(specs, dep.limits, dep.timing, concurrency=summary["shape"]["concurrency"])
-    else:
-        t0 = recs[0]["sent_ns"]
-        run = run_virtual(specs, dep.limits, dep.timing, send_times=[(r["sent_ns"] - t0) / 1e9 for r in recs])
-    sim_recs = []
-    for rec, line in zip(recs, sorted(run.timelines, key=lambda t: t.index), strict=False):
-        sent = int(line.sent * 1e9)
-        pairs = zip(line.chunk_times, line.chunk_tokens, strict=False)
-        chunks = [int(t * 1e9) for t, n in pairs for _ in range(max(1, n))]
-        sim_recs.append(
-            {
-                "phase": rec["phase"],
-                "sent_ns": sent,
-                "chunk_ns": chunks[: line.output_tokens] or chunks,
-                "done_ns": int((line.end or line.sent) * 1e9),
-                "output_tokens": line.output_tokens,
-            }
-        )
-    return summarize(sim_recs)
+    s = simulated_summary(measured_run(jsonl, dep))
+    return {
+        "ttft_ms_p50": s.ttft_ms.p50,
+        "ttft_ms_p99": s.ttft_ms.p99,
+        "tpot_ms_p50": s.tpot_ms.p50,
+        "output_throughput": s.output_throughput,
+    }
 
 
 def prom_total(text: str, name: str) -> float | None:
@@ -241,7 +219,7 @@ def sim_rows(data: Path, manifest: dict, split: dict) -> list[dict]:
             real = summarize(records)
             cfg = HERE / "models" / plan[sid]["model"] / "config.json"
             try:
-                sim = replay(pname, records, cfg, plan[sid]["flags"], summary)
+                sim = replay(jsonl, cfg, plan[sid]["flags"])
             except Exception as err:  # noqa: BLE001
                 sim = {"error": f"{type(err).__name__}: {err}"}
             row = {

@@ -83,8 +83,8 @@ def overhead(s: Serve, engine_url: str, n: int) -> dict:
 
 
 def switches(s: Serve, tmp: Path, k: int) -> list[dict]:
+    from servetune.operate.control import request_switch
     from servetune.operate.source import load_source
-    from servetune.operate.switch import request_switch
 
     results = []
     for i in range(k):

@@ -59,15 +59,13 @@ def experiment_text(engine: str, n: int) -> str:
 
 
 def run_once(engine: str, n: int, reorder: bool, root: Path) -> dict:
-    from servetune.tune.runner import Runner
-
     from servetune.tune.loader import parse_experiment
+    from servetune.tune.loop import run_experiment
 
     exp = parse_experiment(experiment_text(engine, n))
     out = root / f"{engine}-{n}-{'ordered' if reorder else 'declared'}"
     start = time.monotonic()
-    runner = Runner(exp, out, emit=lambda _: None, reorder=reorder)
-    outcome = runner.run()
+    outcome = run_experiment(exp, out, emit=lambda _: None, reorder=reorder)
     wall = time.monotonic() - start
     launch_s = sorted({(r.launch_s or 0.0) for r in outcome.records})
     return {
@@ -75,7 +73,7 @@ def run_once(engine: str, n: int, reorder: bool, root: Path) -> dict:
         "configs": n,
         "variants": len(outcome.records),
         "order": "servetune" if reorder else "declared",
-        "launches": runner.launches,
+        "launches": outcome.launches,
         "wall_s": round(wall, 2),
         "mean_launch_s": round(sum(launch_s) / len(launch_s), 3) if launch_s else None,
         "failed": sum(r.status != "done" for r in outcome.records),

@@ -151,6 +151,20 @@ def test_sim_table_is_vllm_plus_the_simulators_own_flags():
     assert sim["max-model-len"] == vllm["max-model-len"]
 
 
+def test_the_hand_kept_sim_table_matches_sim_serves_arguments():
+    """sim.json is the one table kept by hand: each of its flags is a SimServeArgs field of the same type."""
+    import typing
+
+    from servetune.sim.flags import SIM_ONLY_FLAGS, SimServeArgs
+
+    kinds = {int: "int", float: "float", str: "str"}
+    sim = table_for("sim", "0.24.0")
+    for name in SIM_ONLY_FLAGS:
+        field = SimServeArgs.model_fields[name.replace("-", "_")]
+        types = {t for t in typing.get_args(field.annotation) or (field.annotation,) if t is not type(None)}
+        assert {kinds[t] for t in types} == {sim[name].kind}, name
+
+
 def test_llamacpp_table():
     table = table_for("llamacpp")
     assert table.version == "b11549"

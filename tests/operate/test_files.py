@@ -119,6 +119,25 @@ def test_serve_config_passes_nginx_t_in_every_state(tmp_path: Path) -> None:
         assert ("long;" in text) == ("long" in ups)
 
 
+def test_no_idle_connections_kept_to_llamacpp_and_none_past_the_engines_idle_limit(tmp_path: Path) -> None:
+    """llama.cpp's server gives each open connection a thread and drops idle ones at 5 s (a request sent on a
+    closing one failed through nginx in benchmarks/operate): no upstream keepalive for it; vLLM's connections are
+    kept, for 4 s at most (uvicorn closes idle ones at 5 s)."""
+    assert proxy.upstream_keepalive(["llamacpp"]) == 0 and proxy.upstream_keepalive(["vllm", "llamacpp"]) == 0
+    assert proxy.upstream_keepalive(["vllm"]) == 64
+    for engine in ("llamacpp", "vllm"):
+        settings = proxy.ProxySettings(
+            read_timeout=Sized(value=300, source="test"),
+            body_bytes=Sized(value=4 << 20, source="test"),
+            upstream_keepalive=proxy.upstream_keepalive([engine]),
+        )
+        conf = tmp_path / f"{engine}.conf"
+        conf.write_text(proxy.render(settings, {"main": "127.0.0.1:1234"}, prefix=tmp_path))
+        proxy.check_config(conf, tmp_path)
+        upstream = conf.read_text().split("upstream servetune_main {")[1].split("}")[0]
+        assert ("keepalive 64;" in upstream and "keepalive_timeout 4s;" in upstream) == (engine == "vllm"), upstream
+
+
 @pytest.mark.parametrize("plan", sorted(p.name for p in PLANS.glob("*.json")))
 def test_seed_plans_deploy_files_validate(plan: str, tmp_path: Path) -> None:
     inputs = DeployInputs.from_path(PLANS / plan, name="seed", cold_start_s=251, cold_start_source="test")

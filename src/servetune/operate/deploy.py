@@ -126,6 +126,7 @@ class DeployInputs(BaseModel):
             read_timeout=read_timeout(self.longest_request),
             body_bytes=body_bytes(self.max_model_len),
             drain_s=Sized(value=DRAIN_S, source="servetune's default drain deadline"),
+            upstream_keepalive=proxy.upstream_keepalive([self.cfg.engine]),
         )
 
     def startup(self) -> Sized:

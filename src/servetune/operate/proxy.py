@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -48,8 +49,19 @@ class ProxySettings(BaseModel):
     drain_s: Sized = Sized(value=30, source="servetune's default drain deadline")
     connect_timeout_s: float = 5.0
     upstream_keepalive: int = 64
+    upstream_keepalive_timeout_s: float = 4.0
     worker_processes: int = 1
     worker_connections: int = 4096
+
+
+def upstream_keepalive(engines: Iterable[str]) -> int:
+    """Idle connections nginx keeps to the engines: none when a llama.cpp server is among them. Its HTTP server
+    (cpp-httplib) gives each open connection a worker thread and closes idle ones after 5 s, so connections
+    nginx keeps idle hold its threads, and a request sent on one as it is closed fails ("upstream prematurely
+    closed connection" after a 5 s wait: benchmarks/operate met it); a loopback connect per request costs less.
+    Other engines keep 64, reused for at most `upstream_keepalive_timeout_s` (4 s: under uvicorn's 5 s idle
+    limit, vLLM's `VLLM_HTTP_TIMEOUT_KEEP_ALIVE`, so nginx never sends on a connection the engine is closing)."""
+    return 0 if "llamacpp" in set(engines) else 64
 
 
 def above_regex(n: int) -> str:
@@ -132,7 +144,12 @@ def render(
         addr = upstreams[pool]
         lines.append(f"    upstream servetune_{pool} {{")
         if addr:
-            lines += [f"        server {addr} max_fails=0;", f"        keepalive {s.upstream_keepalive};"]
+            lines.append(f"        server {addr} max_fails=0;")
+            if s.upstream_keepalive:
+                lines += [
+                    f"        keepalive {s.upstream_keepalive};",
+                    f"        keepalive_timeout {s.upstream_keepalive_timeout_s:g}s;  # under the engine's idle limit",
+                ]
         else:
             lines.append("        server 127.0.0.1:9 down;  # no ready engine: nginx answers 503 at once")
         lines.append("    }")

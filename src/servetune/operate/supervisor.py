@@ -42,7 +42,7 @@ from servetune.operate.evidence import Sized
 from servetune.operate.fallback import Fallback, capacity_of_facts, gives_up
 from servetune.operate.liveness import Liveness
 from servetune.operate.metrics import SupervisorMetrics
-from servetune.operate.proxy import Nginx, ProxySettings
+from servetune.operate.proxy import Nginx, ProxySettings, upstream_keepalive
 from servetune.operate.role import Hung, Role
 from servetune.operate.secrets import Redactor, public_config
 from servetune.operate.sizing import long_prompt_bytes
@@ -135,6 +135,11 @@ class Supervisor:
         self._bytes_per_token: Sized | None = None
         self.teardown: dict[str, Any] = {}
 
+    def _engines(self) -> list[str]:
+        """Every engine this supervisor may put behind the proxy: each role's, and its fallback's."""
+        engines: list[str] = [role.cfg.engine for role in self.roles.values()]
+        return engines + [role.fallback.cfg.engine for role in self.roles.values() if role.fallback is not None]
+
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def run(self) -> int:
         self._setup()
@@ -170,6 +175,7 @@ class Supervisor:
             read_timeout=self.options.read_timeout,
             body_bytes=self.options.body_bytes or Sized(value=1 << 20, source="until an engine says its length"),
             drain_s=Sized(value=self.options.drain_s, source="--drain-s"),
+            upstream_keepalive=upstream_keepalive(self._engines()),
         )
         self.nginx = Nginx(self.run_dir / "nginx", settings)
         self.nginx.start(self._upstreams())
