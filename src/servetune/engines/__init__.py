@@ -1,12 +1,8 @@
-"""Engines room: launch, readiness, startup facts, failure classes and teardown for vLLM, llama.cpp, SGLang
-and servetune's simulator.
+"""engines room: launching vLLM, llama.cpp, SGLang and servetune's simulator, and the one vocabulary of their flags.
 
-Public API: `EngineConfig` (a leaf module everyone shares); `servetune.engines.launch.launch(cfg, log_dir=...) ->
-RunningEngine` (the function is reached through its module: the package's name `launch` is that module) and
-`attach`; `EngineLaunchError` (`.failure: FailureInfo`, from `classify_log`); `EngineFacts` from
-`parse_vllm_log` / `parse_llamacpp_log` / `parse_sglang_log`; the one flag vocabulary (`parse_argv`, `to_argv`,
-`normalize_flags`, flag tables by `table_for`) and the one command emitter (`serve_command`, `docker_command`,
-`parse_command`); `resolve_model` / `resolve_tokenizer`; `adapter_for(engine) -> EngineAdapter`.
+Entry points: `EngineConfig`; `servetune.engines.launch.launch(cfg, log_dir=...) -> RunningEngine` (reached by its
+module, whose name it shares) and `attach`; `EngineLaunchError`; `parse_argv` / `to_argv` / `normalize_flags`;
+`serve_command` / `docker_command` -> `Command`; `resolve_model`; `adapter_for(engine)`.
 """
 
 from typing import TYPE_CHECKING
@@ -17,46 +13,31 @@ if TYPE_CHECKING:
     from servetune.engines.adapter import EngineAdapter as EngineAdapter
     from servetune.engines.commands import (
         Command as Command,
-    )
-    from servetune.engines.commands import (
         docker_command as docker_command,
-    )
-    from servetune.engines.commands import (
         parse_command as parse_command,
-    )
-    from servetune.engines.commands import (
         serve_command as serve_command,
     )
-    from servetune.engines.config import EngineConfig as EngineConfig
-    from servetune.engines.config import EngineName as EngineName
-    from servetune.engines.config import FlagValue as FlagValue
+    from servetune.engines.config import EngineConfig as EngineConfig, EngineName as EngineName, FlagValue as FlagValue
     from servetune.engines.facts import EngineFacts as EngineFacts
     from servetune.engines.failures import (
         EngineLaunchError as EngineLaunchError,
-    )
-    from servetune.engines.failures import (
         FailureClass as FailureClass,
-    )
-    from servetune.engines.failures import (
         FailureInfo as FailureInfo,
-    )
-    from servetune.engines.failures import (
         classify_log as classify_log,
     )
-    from servetune.engines.flagtable import FlagSpec as FlagSpec
-    from servetune.engines.flagtable import FlagTable as FlagTable
-    from servetune.engines.flagtable import table_for as table_for
-    from servetune.engines.launch import RunningEngine as RunningEngine
-    from servetune.engines.launch import attach as attach
+    from servetune.engines.flagtable import FlagSpec as FlagSpec, FlagTable as FlagTable, table_for as table_for
+    from servetune.engines.launch import RunningEngine as RunningEngine, attach as attach
     from servetune.engines.llamacpp import parse_llamacpp_log as parse_llamacpp_log
-    from servetune.engines.models import resolve_model as resolve_model
-    from servetune.engines.models import resolve_tokenizer as resolve_tokenizer
+    from servetune.engines.models import resolve_model as resolve_model, resolve_tokenizer as resolve_tokenizer
     from servetune.engines.registry import adapter_for as adapter_for
     from servetune.engines.sglang import parse_sglang_log as parse_sglang_log
     from servetune.engines.vllm import parse_vllm_log as parse_vllm_log
-    from servetune.engines.vocab import normalize_flags as normalize_flags
-    from servetune.engines.vocab import parse_argv as parse_argv
-    from servetune.engines.vocab import to_argv as to_argv
+    from servetune.engines.vocab import (
+        human_readable_int as human_readable_int,
+        normalize_flags as normalize_flags,
+        parse_argv as parse_argv,
+        to_argv as to_argv,
+    )
 else:
     __all__, __getattr__, __dir__ = lazy_exports(
         __name__,
@@ -77,6 +58,7 @@ else:
             "attach": "launch",
             "classify_log": "failures",
             "docker_command": "commands",
+            "human_readable_int": "vocab",
             "normalize_flags": "vocab",
             "parse_argv": "vocab",
             "parse_command": "commands",

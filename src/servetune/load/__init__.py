@@ -1,11 +1,8 @@
-"""load room: the streaming load generator.
+"""load room: the streaming load generator for OpenAI-compatible servers and the simulator.
 
-`run_load(base_url, model, Workload, LoadShape, ...) -> LoadResult` (and `run_load_sync`, through `run_sync`) drive
-an OpenAI-compatible server, or the simulator behind the same `Backend` protocol (`LiveBackend`, `ClientSpec`);
-`run_sweep` repeats it over levels until `SATURATION` says more load stops buying throughput. Requests are described
-by `Workload` (`RequestClass`es with `Dist`ributions), their arrival by `LoadShape` (with its `Timeouts`), a command
-line's load by `LoadOptions` / `BenchArgs`, and each one's timeline is a `servetune.metrics.RequestRecord`. Nothing
-is imported here (the names are imported on first use), so `import servetune.load` stays free.
+Entry points: `run_load(base_url, model, Workload, LoadShape, ...) -> LoadResult` (`run_load_sync`), `run_sweep`
+until `SATURATION`, the `Backend` protocol (`LiveBackend`, `ClientSpec`), and a command line's load as `LoadOptions`
+/ `BenchArgs` (`parse_bench_argv`).
 """
 
 from typing import TYPE_CHECKING
@@ -13,59 +10,39 @@ from typing import TYPE_CHECKING
 from servetune._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from servetune.load.backend import Backend as Backend
-    from servetune.load.backend import ClientSpec as ClientSpec
-    from servetune.load.backend import LiveBackend as LiveBackend
-    from servetune.load.bench_args import BenchArgs as BenchArgs
-    from servetune.load.bench_args import parse_bench_argv as parse_bench_argv
+    from servetune.load.backend import Backend as Backend, ClientSpec as ClientSpec, LiveBackend as LiveBackend
+    from servetune.load.bench_args import (
+        BenchArgs as BenchArgs,
+        help_text as help_text,
+        parse_bench_argv as parse_bench_argv,
+    )
     from servetune.load.options import LoadOptions as LoadOptions
+    from servetune.load.prompts import (
+        endpoint_fields as endpoint_fields,
+        load_items as load_items,
+        plan_conversation as plan_conversation,
+    )
     from servetune.load.runner import (
         LoadResult as LoadResult,
-    )
-    from servetune.load.runner import (
         run_load as run_load,
-    )
-    from servetune.load.runner import (
         run_load_sync as run_load_sync,
-    )
-    from servetune.load.runner import (
         run_sync as run_sync,
     )
-    from servetune.load.saturation import SATURATION as SATURATION
-    from servetune.load.saturation import Saturation as Saturation
-    from servetune.load.shape import LoadShape as LoadShape
-    from servetune.load.shape import Timeouts as Timeouts
-    from servetune.load.sweep import SweepPoint as SweepPoint
-    from servetune.load.sweep import SweepResult as SweepResult
-    from servetune.load.sweep import run_sweep as run_sweep
+    from servetune.load.saturation import SATURATION as SATURATION, Saturation as Saturation
+    from servetune.load.shape import LoadShape as LoadShape, Phaser as Phaser, Timeouts as Timeouts
+    from servetune.load.sweep import SweepPoint as SweepPoint, SweepResult as SweepResult, run_sweep as run_sweep
     from servetune.load.tokens import (
         LocalTokenizer as LocalTokenizer,
-    )
-    from servetune.load.tokens import (
         ServerTokenizer as ServerTokenizer,
-    )
-    from servetune.load.tokens import (
         TokenCounter as TokenCounter,
-    )
-    from servetune.load.tokens import (
         WordCounter as WordCounter,
-    )
-    from servetune.load.tokens import (
         make_counter as make_counter,
     )
     from servetune.load.workload import (
         Dist as Dist,
-    )
-    from servetune.load.workload import (
         FileSource as FileSource,
-    )
-    from servetune.load.workload import (
         PromptSource as PromptSource,
-    )
-    from servetune.load.workload import (
         RequestClass as RequestClass,
-    )
-    from servetune.load.workload import (
         Workload as Workload,
     )
 else:
@@ -82,6 +59,7 @@ else:
             "LoadResult": "runner",
             "LoadShape": "shape",
             "LocalTokenizer": "tokens",
+            "Phaser": "shape",
             "PromptSource": "workload",
             "RequestClass": "workload",
             "SATURATION": "saturation",
@@ -93,8 +71,12 @@ else:
             "TokenCounter": "tokens",
             "WordCounter": "tokens",
             "Workload": "workload",
+            "endpoint_fields": "prompts",
+            "help_text": "bench_args",
+            "load_items": "prompts",
             "make_counter": "tokens",
             "parse_bench_argv": "bench_args",
+            "plan_conversation": "prompts",
             "run_load": "runner",
             "run_load_sync": "runner",
             "run_sweep": "sweep",

@@ -1,9 +1,9 @@
-"""metrics room: vLLM-named summaries (`summarize` -> `Summary` of `Stat`s), SLOs and goodput (`Slos`), validity
-(`Validity`, `check_validity`), exports (servetune's files: `write_jsonl`, `write_requests_csv`, ...; vLLM's result
-JSON: `vllm_result`, `records_from_vllm`), engine `/metrics` snapshots and deltas (`scrape` -> `MetricsSnapshot`,
-`delta` -> `MetricsDelta`), bench folders of measured runs (`BenchRun`, `read_run`, `write_run`) and other tools'
-result files read into them (`read_runs`, `find_runs`); the request record every figure is computed from
-(`RequestRecord`, `ErrorClass`). Formulas: docs/metrics.md."""
+"""metrics room: what a run's requests measure, from the `RequestRecord` of each (formulas: docs/metrics.md).
+
+Entry points: `summarize(records) -> Summary`, SLOs (`Slos`, `slo_problem`), validity (`check_validity`,
+`run_problems`), engine `/metrics` (`scrape` -> `MetricsSnapshot`, `delta`), bench runs (`write_run`, `read_run`,
+`read_runs`) and vLLM's result JSON (`vllm_result`, `records_from_vllm`).
+"""
 
 from typing import TYPE_CHECKING
 
@@ -12,114 +12,89 @@ from servetune._exports import lazy_exports
 if TYPE_CHECKING:
     from servetune.metrics.export import (
         summary_row as summary_row,
-    )
-    from servetune.metrics.export import (
         write_jsonl as write_jsonl,
-    )
-    from servetune.metrics.export import (
         write_requests_csv as write_requests_csv,
-    )
-    from servetune.metrics.export import (
         write_rows_csv as write_rows_csv,
-    )
-    from servetune.metrics.export import (
         write_summary_csv as write_summary_csv,
     )
-    from servetune.metrics.imports import find_runs as find_runs
-    from servetune.metrics.imports import read_runs as read_runs
+    from servetune.metrics.imports import (
+        AIPERF_RECORDS as AIPERF_RECORDS,
+        AIPERF_SUMMARY as AIPERF_SUMMARY,
+        find_runs as find_runs,
+        read_runs as read_runs,
+    )
     from servetune.metrics.journal import RecordJournal as RecordJournal
     from servetune.metrics.prometheus import (
         MetricsDelta as MetricsDelta,
-    )
-    from servetune.metrics.prometheus import (
         MetricsSnapshot as MetricsSnapshot,
-    )
-    from servetune.metrics.prometheus import (
         delta as delta,
-    )
-    from servetune.metrics.prometheus import (
         scrape as scrape,
     )
     from servetune.metrics.record import (
         ErrorClass as ErrorClass,
-    )
-    from servetune.metrics.record import (
         Phase as Phase,
-    )
-    from servetune.metrics.record import (
         RequestRecord as RequestRecord,
-    )
-    from servetune.metrics.record import (
         TokenSource as TokenSource,
     )
-    from servetune.metrics.render import summary_lines as summary_lines
-    from servetune.metrics.render import sweep_lines as sweep_lines
+    from servetune.metrics.render import summary_lines as summary_lines, sweep_lines as sweep_lines
     from servetune.metrics.runs import (
+        RUN_SUFFIX as RUN_SUFFIX,
+        TOOL_NAMES as TOOL_NAMES,
         BenchRun as BenchRun,
-    )
-    from servetune.metrics.runs import (
         RunSource as RunSource,
-    )
-    from servetune.metrics.runs import (
         read_records as read_records,
-    )
-    from servetune.metrics.runs import (
         read_run as read_run,
-    )
-    from servetune.metrics.runs import (
         write_run as write_run,
     )
-    from servetune.metrics.slo import Slos as Slos
-    from servetune.metrics.slo import request_slos as request_slos
-    from servetune.metrics.slo import wall_clock_slos as wall_clock_slos
-    from servetune.metrics.summary import Stat as Stat
-    from servetune.metrics.summary import Summary as Summary
-    from servetune.metrics.summary import summarize as summarize
+    from servetune.metrics.slo import (
+        BOUNDS as BOUNDS,
+        LATENCY_SLO_KEY as LATENCY_SLO_KEY,
+        Slos as Slos,
+        is_latency_slo as is_latency_slo,
+        request_slos as request_slos,
+        slo_problem as slo_problem,
+        wall_clock_slos as wall_clock_slos,
+    )
+    from servetune.metrics.summary import Stat as Stat, Summary as Summary, summarize as summarize
     from servetune.metrics.timeline import Timeline as Timeline
     from servetune.metrics.validity import (
         ClientProcess as ClientProcess,
-    )
-    from servetune.metrics.validity import (
         ClientReport as ClientReport,
-    )
-    from servetune.metrics.validity import (
         Validity as Validity,
-    )
-    from servetune.metrics.validity import (
         check_validity as check_validity,
-    )
-    from servetune.metrics.validity import (
         run_problems as run_problems,
     )
     from servetune.metrics.vllm_format import (
+        PERCENTILE_METRICS as PERCENTILE_METRICS,
         figures_of as figures_of,
-    )
-    from servetune.metrics.vllm_format import (
         records_from_vllm as records_from_vllm,
-    )
-    from servetune.metrics.vllm_format import (
         result_filename as result_filename,
-    )
-    from servetune.metrics.vllm_format import (
         vllm_result as vllm_result,
     )
 else:
     __all__, __getattr__, __dir__ = lazy_exports(
         __name__,
         {
+            "AIPERF_RECORDS": "imports",
+            "AIPERF_SUMMARY": "imports",
+            "BOUNDS": "slo",
             "BenchRun": "runs",
             "ClientProcess": "validity",
             "ClientReport": "validity",
             "ErrorClass": "record",
+            "LATENCY_SLO_KEY": "slo",
             "MetricsDelta": "prometheus",
             "MetricsSnapshot": "prometheus",
+            "PERCENTILE_METRICS": "vllm_format",
             "Phase": "record",
+            "RUN_SUFFIX": "runs",
             "RecordJournal": "journal",
             "RequestRecord": "record",
             "RunSource": "runs",
             "Slos": "slo",
             "Stat": "summary",
             "Summary": "summary",
+            "TOOL_NAMES": "runs",
             "Timeline": "timeline",
             "TokenSource": "record",
             "Validity": "validity",
@@ -127,6 +102,7 @@ else:
             "delta": "prometheus",
             "figures_of": "vllm_format",
             "find_runs": "imports",
+            "is_latency_slo": "slo",
             "read_records": "runs",
             "read_run": "runs",
             "read_runs": "imports",
@@ -135,6 +111,7 @@ else:
             "result_filename": "vllm_format",
             "run_problems": "validity",
             "scrape": "prometheus",
+            "slo_problem": "slo",
             "summarize": "summary",
             "summary_lines": "render",
             "summary_row": "export",

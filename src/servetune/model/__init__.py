@@ -1,9 +1,7 @@
-"""model room: `ModelSpec` from a Hugging Face config.json (shapes, parameter counts, quantization).
+"""model room: a model's shapes and sizes from its Hugging Face config.json, and where its local files are.
 
-`load_model_spec(path)` is the entry point (it maps the families' field names onto `spec`'s types; `read_config`
-reads the file); `ParamCounts` come from the parameter formulas in `params`, `QuantSpec` from the weight formats in
-`quant`; `bundled_model` / `bundled_names` are the shipped public configs (no weights), and `locate_model` /
-`tokenizer_file` / `hub_cache` find a model's local files (`LocalModel`).
+Entry points: `load_model_spec(path) -> ModelSpec` (`ParamCounts`, `QuantSpec`), `bundled_model(name)` for the
+shipped configs, and `locate_model` / `tokenizer_file` (`LocalModel`) for the local cache (never downloads).
 """
 
 from typing import TYPE_CHECKING
@@ -11,20 +9,16 @@ from typing import TYPE_CHECKING
 from servetune._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from servetune.model.bundled import bundled_model as bundled_model
-    from servetune.model.bundled import bundled_names as bundled_names
-    from servetune.model.hf_config import load_model_spec as load_model_spec
-    from servetune.model.hf_config import read_config as read_config
+    from servetune.model.bundled import (
+        BUNDLED_DIR as BUNDLED_DIR,
+        bundled_model as bundled_model,
+        bundled_names as bundled_names,
+    )
+    from servetune.model.hf_config import load_model_spec as load_model_spec, read_config as read_config
     from servetune.model.hub import (
         LocalModel as LocalModel,
-    )
-    from servetune.model.hub import (
         hub_cache as hub_cache,
-    )
-    from servetune.model.hub import (
         locate_model as locate_model,
-    )
-    from servetune.model.hub import (
         tokenizer_file as tokenizer_file,
     )
     from servetune.model.params import ParamCounts as ParamCounts
@@ -34,6 +28,7 @@ else:
     __all__, __getattr__, __dir__ = lazy_exports(
         __name__,
         {
+            "BUNDLED_DIR": "bundled",
             "LocalModel": "hub",
             "ModelSpec": "spec",
             "ParamCounts": "params",

@@ -1,9 +1,7 @@
-"""report room: the writers of what a run leaves behind.
+"""report room: the writers of what a run leaves behind (called by the CLI, never imported by tune).
 
-A tuning run's reports: `write_outcome` / `write_reports` (CSV/JSON/markdown/HTML: `render_html`), the trade-offs
-(`tradeoffs` -> `TradeOff`), the terminal summary (`outcome_lines`); the bench report and bench files
-(`write_bench_report`, `render_bench_html`, `write_bench_outputs`, `bench_runs`); `servetune report`
-(`rewrite_reports`, `write_report`).
+Entry points: `write_outcome(exp, outcome)` (a tuning run's CSV/JSON/markdown/HTML), `write_bench_outputs` /
+`write_bench_report` (bench), `write_report` / `rewrite_reports` (`servetune report`), `outcome_lines` (terminal).
 """
 
 from typing import TYPE_CHECKING
@@ -11,17 +9,12 @@ from typing import TYPE_CHECKING
 from servetune._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from servetune.report.bench import render_bench_html as render_bench_html
-    from servetune.report.bench import write_bench_report as write_bench_report
-    from servetune.report.bench_files import bench_runs as bench_runs
-    from servetune.report.bench_files import write_bench_outputs as write_bench_outputs
-    from servetune.report.files import write_outcome as write_outcome
-    from servetune.report.files import write_reports as write_reports
+    from servetune.report.bench import render_bench_html as render_bench_html, write_bench_report as write_bench_report
+    from servetune.report.bench_files import bench_runs as bench_runs, write_bench_outputs as write_bench_outputs
+    from servetune.report.files import write_outcome as write_outcome, write_reports as write_reports
     from servetune.report.html import render_html as render_html
-    from servetune.report.rewrite import rewrite_reports as rewrite_reports
-    from servetune.report.rewrite import write_report as write_report
-    from servetune.report.tables import TradeOff as TradeOff
-    from servetune.report.tables import tradeoffs as tradeoffs
+    from servetune.report.rewrite import rewrite_reports as rewrite_reports, write_report as write_report
+    from servetune.report.tables import TradeOff as TradeOff, tradeoffs as tradeoffs
     from servetune.report.terminal import outcome_lines as outcome_lines
 else:
     __all__, __getattr__, __dir__ = lazy_exports(

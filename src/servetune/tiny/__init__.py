@@ -1,8 +1,8 @@
-"""A tiny random Llama that servetune builds itself, so tests and the demo run real engines without downloads.
+"""tiny room: a tiny random Llama that servetune builds itself, so tests and the demo run real engines without
+downloads (nothing here imports torch).
 
-`build_tiny_model(out_dir) -> TinyModel` writes HF files (for vLLM) and a GGUF file (for llama.cpp) from the same
-weights (`TinyLlamaSpec`); `tiny_model()` is the one cached copy (in `cache_dir()`), served as `SERVED_NAME` with
-`CHAT_TEMPLATE` and `SPECIAL_TOKENS`; nothing here imports torch.
+Entry points: `tiny_model()` (the one cached copy, served as `SERVED_NAME`) and `build_tiny_model(out_dir) ->
+TinyModel` (HF files for vLLM and GGUF for llama.cpp from the same weights).
 """
 
 from typing import TYPE_CHECKING
@@ -12,17 +12,11 @@ from servetune._exports import lazy_exports
 if TYPE_CHECKING:
     from servetune.tiny.build import (
         SERVED_NAME as SERVED_NAME,
-    )
-    from servetune.tiny.build import (
         TinyModel as TinyModel,
-    )
-    from servetune.tiny.build import (
         build_tiny_model as build_tiny_model,
     )
-    from servetune.tiny.cache import cache_dir as cache_dir
-    from servetune.tiny.cache import tiny_model as tiny_model
-    from servetune.tiny.tokenizer import CHAT_TEMPLATE as CHAT_TEMPLATE
-    from servetune.tiny.tokenizer import SPECIAL_TOKENS as SPECIAL_TOKENS
+    from servetune.tiny.cache import cache_dir as cache_dir, tiny_model as tiny_model
+    from servetune.tiny.tokenizer import CHAT_TEMPLATE as CHAT_TEMPLATE, SPECIAL_TOKENS as SPECIAL_TOKENS
     from servetune.tiny.weights import TinyLlamaSpec as TinyLlamaSpec
 else:
     __all__, __getattr__, __dir__ = lazy_exports(
