@@ -151,6 +151,8 @@ def test_invalid_experiment_is_rejected_before_any_launch(tmp_path: Path) -> Non
 
 
 def test_cpu_example_end_to_end(tmp_path: Path) -> None:
+    """The demo's experiment (examples/tune/cpu-tiny.yaml) on real llama.cpp engines: every variant runs the suite
+    five times and the reports are written; which variant wins is measured in benchmarks/demo_stability."""
     out = tmp_path / "cpu-tiny"
     result = subprocess.run(
         [
@@ -169,20 +171,20 @@ def test_cpu_example_end_to_end(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = list(csv.DictReader((out / "summary.csv").open()))
-    assert len(rows) == 7 and all(r["status"] for r in rows)
+    assert len(rows) == 5 and all(r["status"] for r in rows)
     data = json.loads((out / "results.json").read_text())
     done = [v for v in data["variants"] if v["status"] == "done"]
-    assert len(done) >= 6, [(v["name"], v["status"], v["failure"]) for v in data["variants"]]
+    assert len(done) == 5, [(v["name"], v["status"], v["failure"]) for v in data["variants"]]
     winner = data["winner"]
     assert winner is not None, data["reason"]
     figures = next(v for v in data["variants"] if v["name"] == winner)["figures"]
-    measured = figures["load_curve.slo_output_tok_s"]
-    assert measured["n"] == 3 and measured["mean"] > 0, "the objective comes from three measured repeats"
+    measured = figures["load_curve.slo_max_concurrency"]
+    assert measured["n"] == 5 and measured["mean"] > 0, "the objective comes from five measured repeats"
+    levels = {p["concurrency"] for v in done for r in v["runs"] if r["probe"] == "load_curve" for p in r["points"]}
+    assert levels == {2.0, 4.0, 8.0}, "every level runs (no stop at saturation)"
     rec = (out / "recommendation.txt").read_text()
-    assert winner in rec and ("llama-server" in rec or "vllm serve" in rec)
+    assert winner in rec and "llama-server" in rec
     assert "<svg" in (out / "report.html").read_text()
-    vllm = next(v for v in data["variants"] if v["name"] == "vllm-cpu")
-    assert vllm["config"]["engine"] == "vllm"
 
 
 STAGES = """

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from servetune.engines.models import resolve_model as resolve_model, resolve_tokenizer as resolve_tokenizer
     from servetune.engines.registry import adapter_for as adapter_for
     from servetune.engines.sglang import parse_sglang_log as parse_sglang_log
+    from servetune.engines.sim import SimAdapter as SimAdapter
     from servetune.engines.vllm import parse_vllm_log as parse_vllm_log
     from servetune.engines.vocab import (
         human_readable_int as human_readable_int,
@@ -54,6 +55,7 @@ else:
             "FlagTable": "flagtable",
             "FlagValue": "config",
             "RunningEngine": "launch",
+            "SimAdapter": "sim",
             "adapter_for": "registry",
             "attach": "launch",
             "classify_log": "failures",

@@ -1,7 +1,8 @@
 """report room: the writers of what a run leaves behind (called by the CLI, never imported by tune).
 
 Entry points: `write_outcome(exp, outcome)` (a tuning run's CSV/JSON/markdown/HTML), `write_bench_outputs` /
-`write_bench_report` (bench), `write_report` / `rewrite_reports` (`servetune report`), `outcome_lines` (terminal).
+`write_bench_report` (bench), `write_report` / `rewrite_reports` (`servetune report`), and the terminal's
+`outcome_lines` / `decision_lines`.
 """
 
 from typing import TYPE_CHECKING
@@ -15,18 +16,34 @@ if TYPE_CHECKING:
     from servetune.report.html import render_html as render_html
     from servetune.report.rewrite import rewrite_reports as rewrite_reports, write_report as write_report
     from servetune.report.tables import TradeOff as TradeOff, tradeoffs as tradeoffs
-    from servetune.report.terminal import outcome_lines as outcome_lines
+    from servetune.report.terminal import (
+        command_lines as command_lines,
+        decision_lines as decision_lines,
+        experiment_lines as experiment_lines,
+        outcome_lines as outcome_lines,
+        ranking_lines as ranking_lines,
+        terminal_width as terminal_width,
+        tradeoff_lines as tradeoff_lines,
+        wrap as wrap,
+    )
 else:
     __all__, __getattr__, __dir__ = lazy_exports(
         __name__,
         {
             "TradeOff": "tables",
             "bench_runs": "bench_files",
+            "command_lines": "terminal",
+            "decision_lines": "terminal",
+            "experiment_lines": "terminal",
             "outcome_lines": "terminal",
+            "ranking_lines": "terminal",
             "render_bench_html": "bench",
             "render_html": "html",
             "rewrite_reports": "rewrite",
+            "terminal_width": "terminal",
+            "tradeoff_lines": "terminal",
             "tradeoffs": "tables",
+            "wrap": "terminal",
             "write_bench_outputs": "bench_files",
             "write_bench_report": "bench",
             "write_outcome": "files",

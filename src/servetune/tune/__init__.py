@@ -1,9 +1,9 @@
 """tune room: experiments over engine flags, planned, run, stored, ranked and recommended.
 
 Entry points: `load_experiment(path) -> Experiment`, `plan_experiment` (what `--check` prints is what runs),
-`run_experiment(exp, out_dir) -> Outcome` over `LaunchSession`s on an `Executor`, the `Store`; ranking and the
-recommendation are `servetune.tune.rank.rank` and `servetune.tune.recommend.recommend` (by their modules, whose
-names they share).
+`run_experiment(exp, out_dir) -> Outcome` over `LaunchSession`s on an `Executor` (`virtual_launcher(exp)`: the
+simulator in process), the `Store`; ranking and the recommendation are `servetune.tune.rank.rank` and
+`servetune.tune.recommend.recommend` (by their modules, whose names they share).
 """
 
 from typing import TYPE_CHECKING
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         Grid as Grid,
         Matrix as Matrix,
         Objective as Objective,
+        RankingSpec as RankingSpec,
         Search as Search,
         Stage as Stage,
     )
@@ -43,12 +44,13 @@ if TYPE_CHECKING:
         prune_by_estimate as prune_by_estimate,
     )
     from servetune.tune.plan import ExperimentPlan as ExperimentPlan, plan_experiment as plan_experiment
-    from servetune.tune.progress import Emit as Emit
+    from servetune.tune.progress import Emit as Emit, stopwatch as stopwatch
     from servetune.tune.rank import Entry as Entry, FigureKey as FigureKey, Ranking as Ranking
     from servetune.tune.recommend import Recommendation as Recommendation
     from servetune.tune.result import Failure as Failure, RunResult as RunResult, VariantRecord as VariantRecord
     from servetune.tune.search import SearchSession as SearchSession
-    from servetune.tune.session import LaunchSession as LaunchSession
+    from servetune.tune.session import LaunchSession as LaunchSession, default_launcher as default_launcher
+    from servetune.tune.sources import source_for as source_for
     from servetune.tune.stats import Delta as Delta, Estimate as Estimate, delta as delta, estimate as estimate
     from servetune.tune.store import STORE_NAME as STORE_NAME, Store as Store
     from servetune.tune.variants import (
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
         grid_variants as grid_variants,
         matrix_variants as matrix_variants,
     )
+    from servetune.tune.virtual import calibration_source as calibration_source, virtual_launcher as virtual_launcher
 else:
     __all__, __getattr__, __dir__ = lazy_exports(
         __name__,
@@ -82,6 +85,7 @@ else:
             "Outcome": "loop",
             "Prediction": "estimates",
             "Ranking": "rank",
+            "RankingSpec": "experiment",
             "Recommendation": "recommend",
             "RunResult": "result",
             "STORE_NAME": "store",
@@ -94,9 +98,11 @@ else:
             "Verdict": "estimates",
             "apply_change": "variants",
             "base_config": "variants",
+            "calibration_source": "virtual",
             "check_experiment": "checks",
             "count_launches": "order",
             "default_feasibility": "loop",
+            "default_launcher": "session",
             "delta": "stats",
             "estimate": "stats",
             "fingerprint": "loop",
@@ -110,5 +116,8 @@ else:
             "predictor": "estimates",
             "prune_by_estimate": "order",
             "run_experiment": "loop",
+            "source_for": "sources",
+            "stopwatch": "progress",
+            "virtual_launcher": "virtual",
         },
     )

@@ -20,7 +20,7 @@ from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.models import resolve_model, resolve_tokenizer
 from servetune.errors import ServetuneError
-from servetune.load.backend import LiveBackend
+from servetune.load.backend import Backend, LiveBackend
 from servetune.metrics.slo import wall_clock_slos
 from servetune.suite.requests import warm_up
 from servetune.suite.run import run_probe
@@ -30,12 +30,16 @@ from servetune.tune.progress import Emit, Progress, stopwatch
 from servetune.tune.result import Failure, RunResult
 from servetune.tune.store import Store
 from servetune.tune.variants import Variant
+from servetune.tune.virtual import VirtualEngine
 
 if TYPE_CHECKING:
     from servetune.engines.launch import RunningEngine
 
-Launcher = Callable[[EngineConfig, Path, float], "RunningEngine"]
-"""(config, log folder, startup timeout) → a ready engine (a context manager that stops it)."""
+    Engine = RunningEngine | VirtualEngine
+
+Launcher = Callable[[EngineConfig, Path, float], "Engine"]
+"""(config, log folder, startup timeout) → a ready engine (a context manager that stops it): a launched one, or
+the simulator in process (`tune.virtual.virtual_launcher`)."""
 
 TIME_SCALE_FLAG = "time-scale"
 
@@ -114,8 +118,10 @@ class LaunchSession:
                 self._fail(variant, failure, clock())
         return []
 
-    def _backend(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any]) -> LiveBackend:
+    def _backend(self, variant: Variant, engine: Engine, facts: dict[str, Any]) -> Backend:
         client = variant.client
+        if isinstance(engine, VirtualEngine):
+            return engine.backend(client)
         updates: dict[str, Any] = {}
         tokenizer = resolve_tokenizer(client.tokenizer)
         if tokenizer != client.tokenizer:
@@ -133,7 +139,7 @@ class LaunchSession:
             gpu_count=self.exp.hardware.gpus_for(variant.config.flags),
         )
 
-    def _run_suite(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any], launch_s: float) -> bool:
+    def _run_suite(self, variant: Variant, engine: Engine, facts: dict[str, Any], launch_s: float) -> bool:
         """Runs every probe × repeat not yet stored; returns True when the engine died on the way. The launch's
         time is charged to the first variant of the launch (GPU-minutes count whole launches)."""
         watch = stopwatch()
@@ -215,12 +221,12 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
 
 
-def _facts(engine: RunningEngine) -> dict[str, Any]:
+def _facts(engine: Engine) -> dict[str, Any]:
     """The engine's startup facts that its log stated (KV cache size, slots, version...)."""
     return {k: v for k, v in engine.facts.model_dump(mode="json").items() if v is not None}
 
 
-def _death(engine: RunningEngine, probe: str) -> Failure:
+def _death(engine: Engine, probe: str) -> Failure:
     info = engine.classify_death()
     if info is None:  # dead by the process table, alive by the group's own view: say what is known
         return Failure(klass="died_under_load", during=probe)
