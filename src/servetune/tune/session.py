@@ -23,6 +23,7 @@ from servetune.errors import ServetuneError
 from servetune.load.backend import Backend, LiveBackend
 from servetune.metrics.slo import wall_clock_slos
 from servetune.suite.requests import warm_up
+from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
 from servetune.suite.spec import ProbeContext, get_probe
 from servetune.tune.experiment import Experiment
@@ -181,6 +182,10 @@ class LaunchSession:
                 if not engine.alive():
                     self._fail(variant, _death(engine, name), clock())
                     return True
+                hung = _watchdog(engine, result, variant.client.request_timeout_s, name)
+                if hung is not None:
+                    self._fail(variant, hung, clock())
+                    return True
         wall = clock()
         self.store.set_status(variant.key(), "done", wall_s=wall, gpu_minutes=gpu_minutes(self.exp, variant, wall))
         self.emit(f"done {variant.name} in {wall:.1f} s")
@@ -224,6 +229,30 @@ def _safe(name: str) -> str:
 def _facts(engine: Engine) -> dict[str, Any]:
     """The engine's startup facts that its log stated (KV cache size, slots, version...)."""
     return {k: v for k, v in engine.facts.model_dump(mode="json").items() if v is not None}
+
+
+WATCHDOG_DEADLINE_S = 30.0
+
+
+def _watchdog(engine: Engine, result: ProbeResult, request_timeout_s: float, probe: str) -> Failure | None:
+    """After a probe whose requests failed, asks the engine for one token: a live process that cannot generate
+    one is frozen (SIGSTOP, a deadlock, a wedged GPU), and every later probe would only wait out its timeouts
+    on it (0.1 spent 94 s past `request_timeout_s: 20` on one). The answer's deadline is the client's request
+    timeout, at most 30 s. A probe that went well costs nothing."""
+    if result.ok and not result.failed_requests:
+        return None
+    deadline = min(request_timeout_s, WATCHDOG_DEADLINE_S)
+    outcome = engine.responds(deadline)
+    if outcome.ok:
+        return None
+    return Failure(
+        klass="engine_hung",
+        excerpt=f"after {probe}'s requests failed, the engine's process was alive but generated no token within "
+        f"{deadline:g} s: {outcome.detail}",
+        hint="the engine is frozen (stopped, deadlocked or its GPU wedged); servetune stopped it. See its log; "
+        "`tune --retry-failed` measures the variant again",
+        during=probe,
+    )
 
 
 def _death(engine: Engine, probe: str) -> Failure:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from servetune.control.liveness import ProbeOutcome
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import FailureInfo
@@ -37,6 +38,10 @@ class VirtualEngine:
 
     def alive(self) -> bool:
         return True
+
+    def responds(self, deadline_s: float) -> ProbeOutcome:
+        """The simulator cannot freeze: its requests fail only as the experiment asks (timeouts it simulates)."""
+        return ProbeOutcome(ok=True, seconds=0.0, detail="simulated")
 
     def classify_death(self) -> FailureInfo | None:
         return None
