@@ -1,7 +1,8 @@
 """control room: the one control-plane HTTP client of a server (health, models, tokenize, metrics text, version).
 
 Entry point: `ControlClient(base_url, api_key=..., timeouts=ControlTimeouts(...))`, which answers `Models` and raises
-`ControlError` (`ControlTimeoutError` when the server is too slow); `run_sync` runs it from synchronous code.
+`ControlError` (`ControlTimeoutError` when the server is too slow); `run_sync` runs it from synchronous code;
+`generate_one_token(base_url, model, deadline_s) -> ProbeOutcome` is the liveness check of a running engine.
 """
 
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
         parse_models as parse_models,
         run_sync as run_sync,
     )
+    from servetune.control.liveness import ProbeOutcome as ProbeOutcome, generate_one_token as generate_one_token
 else:
     __all__, __getattr__, __dir__ = lazy_exports(
         __name__,
@@ -30,6 +32,8 @@ else:
             "ControlTimeouts": "client",
             "ModelEntry": "client",
             "Models": "client",
+            "ProbeOutcome": "liveness",
+            "generate_one_token": "liveness",
             "normalize_base_url": "client",
             "parse_models": "client",
             "run_sync": "client",
