@@ -7,8 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from servetune.engines.flagtable import FlagSpec, table_for
 from servetune.engines.vocab import coerce, human_readable_int, normalize_flags, parse_argv, to_argv

@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 import typer
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from typer.core import TyperArgument, TyperOption
 
 from servetune.cli import app

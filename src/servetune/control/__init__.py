@@ -1,9 +1,41 @@
-"""control room: the one control-plane HTTP client (health, models, tokenize, metrics, version).
+"""control room: the one control-plane HTTP client of a server (health, models, tokenize, metrics text, version).
 
-`client.ControlClient(base_url, api_key=..., timeouts=ControlTimeouts(...))`; the streaming hot path is
-`servetune.load`'s own.
+Entry point: `ControlClient(base_url, api_key=..., timeouts=ControlTimeouts(...))`, which answers `Models` and raises
+`ControlError` (`ControlTimeoutError` when the server is too slow); `run_sync` runs it from synchronous code;
+`generate_one_token(base_url, model, deadline_s) -> ProbeOutcome` is the liveness check of a running engine.
 """
 
-from servetune.control.client import ControlClient, ControlError, ControlTimeouts, Models, normalize_base_url
+from typing import TYPE_CHECKING
 
-__all__ = ["ControlClient", "ControlError", "ControlTimeouts", "Models", "normalize_base_url"]
+from servetune._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from servetune.control.client import (
+        ControlClient as ControlClient,
+        ControlError as ControlError,
+        ControlTimeoutError as ControlTimeoutError,
+        ControlTimeouts as ControlTimeouts,
+        ModelEntry as ModelEntry,
+        Models as Models,
+        normalize_base_url as normalize_base_url,
+        parse_models as parse_models,
+        run_sync as run_sync,
+    )
+    from servetune.control.liveness import ProbeOutcome as ProbeOutcome, generate_one_token as generate_one_token
+else:
+    __all__, __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "ControlClient": "client",
+            "ControlError": "client",
+            "ControlTimeoutError": "client",
+            "ControlTimeouts": "client",
+            "ModelEntry": "client",
+            "Models": "client",
+            "ProbeOutcome": "liveness",
+            "generate_one_token": "liveness",
+            "normalize_base_url": "client",
+            "parse_models": "client",
+            "run_sync": "client",
+        },
+    )
