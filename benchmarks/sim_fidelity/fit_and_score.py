@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from fidelity_points import FIT_SETTING, POINTS  # noqa: E402
 
+from servetune.load.shape import LoadShape  # noqa: E402
 from servetune.metrics.record import RequestRecord  # noqa: E402
 from servetune.plan.roofline import Efficiency  # noqa: E402
 from servetune.sim.calibration import (  # noqa: E402
@@ -123,7 +124,8 @@ def make_standin(dest: Path) -> None:
             asked = tuple(
                 RequestRecord(index=i, prompt_tokens=p, output_tokens=o) for i, (p, o) in enumerate(point.lengths(rng))
             )
-            records = replay(MeasuredRun(point.name, point.concurrency, asked, dep), STANDIN_TRUTH)
+            shape = LoadShape.closed(point.concurrency, requests=len(asked))
+            records = replay(MeasuredRun(point.name, shape, asked, dep), STANDIN_TRUTH)
             with (out / f"{point.name}.jsonl").open("w") as f:
                 for r in records:
                     f.write(json.dumps({**r.model_dump(mode="json"), "concurrency": point.concurrency}) + "\n")

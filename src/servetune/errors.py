@@ -8,7 +8,11 @@ from __future__ import annotations
 
 
 class ServetuneError(Exception):
-    """A problem the user can fix: `problem` says what is wrong, `fix` what to do about it."""
+    """A problem the user can fix: `problem` says what is wrong, `fix` what to do about it. `exit_code` is what
+    the CLI exits with: 2 for bad input (the default), 1 where the run failed on its environment (a server that
+    is frozen or gone, an engine that died)."""
+
+    exit_code = 2
 
     def __init__(self, problem: str, fix: str | None = None) -> None:
         super().__init__(problem)

@@ -1,11 +1,16 @@
 """Files servetune writes: atomically (a full disk or a crash leaves the old file or none, never half of one), and
 into places checked before any work starts (a bad `--json /missing/dir/x.json` fails in the first second, not after
-a half-hour run)."""
+a half-hour run).
+
+A target that exists and is not a regular file (`/dev/stdout`, a FIFO, `/dev/full`) is written in place: a rename
+over it would replace the device itself. New files get the usual mode (0666 less the umask), a replaced file
+keeps its own."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -19,8 +24,14 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
+    if path.exists() and not path.is_file():
+        with path.open("wb") as out:
+            out.write(data)
+        return
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -32,9 +43,25 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def ensure_writable(path: Path, what: str = "output") -> Path:
     """Checks that `path` can be written (its folder exists and takes a file) before the work that fills it."""
-    path = Path(path)
+    try:
+        return _writable(Path(path), what)
+    except OSError as err:  # a folder on the way that cannot be read
+        raise ServetuneError(f"cannot write the {what} {path}: {err.strerror}", "give a path you can write") from None
+
+
+def _writable(path: Path, what: str) -> Path:
+    if path.exists() and not path.is_file() and not path.is_dir():  # a device or FIFO: written in place
+        if not os.access(path, os.W_OK):
+            raise ServetuneError(f"cannot write the {what} {path}", "give a file you can write")
+        return path
     folder = path.parent if path.parent != Path("") else Path(".")
     if not folder.is_dir():
         raise ServetuneError(f"cannot write the {what} {path}: {folder} is not a folder", f"create {folder} first")

@@ -43,7 +43,8 @@ def _launch_error(cfg: EngineConfig, tmp_path: Path, **kw) -> EngineLaunchError:
         launch(cfg, log_dir=tmp_path, startup_timeout_s=kw.pop("timeout", 60), **kw)
     err = info.value
     print(f"\n[{err.failure.klass}] excerpt:\n{err.failure.excerpt}\nhint: {err.failure.hint}")
-    assert err.teardown is not None and err.teardown.clean  # a failed launch leaves nothing behind
+    # a failed launch leaves nothing behind; None: it failed before any process started (a missing model file)
+    assert err.teardown is None or err.teardown.clean
     return err
 
 
@@ -112,6 +113,7 @@ def test_model_missing(tmp_path: Path) -> None:
     cfg = EngineConfig(engine="llamacpp", model=str(tmp_path / "nope.gguf"))
     err = _launch_error(cfg, tmp_path)
     assert err.failure.klass == "model_missing" and "nope.gguf" in err.failure.excerpt
+    assert err.teardown is None and not list(tmp_path.iterdir())  # caught before a log or a process existed
 
 
 def test_unsupported_architecture(tmp_path: Path) -> None:
@@ -182,6 +184,8 @@ def test_died_under_load(tiny_model, tmp_path: Path) -> None:
 
 def test_engine_command_missing(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("SERVETUNE_LLAMA_SERVER", str(tmp_path / "no-llama-server"))
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"")
     with pytest.raises(EngineLaunchError) as info:
-        launch(EngineConfig(engine="llamacpp", model="/m.gguf"), log_dir=tmp_path, startup_timeout_s=30)
+        launch(EngineConfig(engine="llamacpp", model=str(model)), log_dir=tmp_path, startup_timeout_s=30)
     assert info.value.failure.klass == "exited_early" and "no-llama-server" in info.value.failure.excerpt

@@ -145,7 +145,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-EXAMPLES = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "200"))
 
 
 @pytest.mark.parametrize("name", FUZZED)

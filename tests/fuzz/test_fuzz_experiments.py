@@ -67,7 +67,7 @@ def mutated(draw: st.DrawFn) -> tuple[str, Any]:
     return source.name, tree
 
 
-RUNS = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "60"))
+RUNS = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "200"))
 
 
 def test_mutated_experiments_are_plans_or_clear_errors(

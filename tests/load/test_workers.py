@@ -28,14 +28,28 @@ from servetune.mock.server import running
 W = Workload.synthetic(16, 8)
 
 
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
 @pytest.fixture(autouse=True)
 def no_worker_left():
-    """Every test must leave no child process behind (the workers are stopped by their process groups)."""
+    """Every test must leave no new child process behind (the workers are stopped by their process groups).
+
+    Engines of session fixtures started by other modules (llama.cpp, vLLM) are children of pytest too: they were
+    there before the test, so only the processes the test itself started count.
+    """
+    before = _children()
     yield
     deadline = time.monotonic() + 5
-    while psutil.Process().children(recursive=True) and time.monotonic() < deadline:
+    while _children() - before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not psutil.Process().children(recursive=True)
+    assert not _children() - before
+
+
+def _new_workers(before: set[int]) -> list[int]:
+    """This test's worker processes: direct children that were not there before it (never a fixture's engine)."""
+    return [p.pid for p in psutil.Process().children() if p.pid not in before]
 
 
 def ks_exponential(gaps: np.ndarray, rate: float) -> float:
@@ -101,14 +115,15 @@ async def test_records_from_workers_have_vllm_definitions() -> None:
 
 
 async def test_a_killed_worker_is_reported_and_its_requests_counted() -> None:
+    before = {p.pid for p in psutil.Process().children()}
     async with running(MockConfig(ttft_ms=5, itl_ms=20)) as url:
         run = asyncio.ensure_future(
             run_load(url, "mock", Workload.synthetic(8, 40), LoadShape.closed(4, requests=16), workers=2)
         )
-        while len(psutil.Process().children()) < 2:
+        while len(_new_workers(before)) < 2:
             await asyncio.sleep(0.05)
         await asyncio.sleep(1.2)  # the workers are set up and mid-stream
-        victim = psutil.Process().children()[0].pid
+        victim = _new_workers(before)[0]
         os.kill(victim, signal.SIGKILL)
         result = await run
     s = result.summary

@@ -41,9 +41,14 @@ async def test_send_times_follow_the_injected_truth() -> None:
                 if line.startswith(b"data: {"):
                     stamps.append(time.monotonic() - t0)
     assert len(stamps) == 6
-    assert 0.039 < stamps[0] < 0.050
-    gaps = [b - a for a, b in itertools.pairwise(stamps)]
-    assert all(0.006 < g < 0.011 for g in gaps), gaps
+    # Never early: token i leaves no sooner than TTFT + i*ITL (1 ms for clock granularity) ...
+    assert all(t > 0.040 + i * 0.008 - 0.001 for i, t in enumerate(stamps)), stamps
+    # ... and never drifting: a late wake-up on a busy machine (CI runs engines beside this) is not carried
+    # forward, so the last token is due at 80 ms and the gaps stay near 8 ms. The bounds are loose on purpose:
+    # lateness is the machine's, not the mock's.
+    assert stamps[-1] < 0.080 + 0.060, stamps
+    gaps = sorted(b - a for a, b in itertools.pairwise(stamps))
+    assert 0.004 < gaps[len(gaps) // 2] < 0.016, gaps
 
 
 def test_cli_reports_a_bad_fault_without_traceback() -> None:

@@ -55,7 +55,7 @@ def test_check_and_fit_move_the_model_onto_the_log() -> None:
         total_bytes=gpu.memory_bytes,
     )
     assert abs(check.weights_model_gib - 25.20) < 0.01
-    fitted = fit_overhead(OverheadModel(), check, plan.overhead)
+    fitted = fit_overhead(OverheadModel(), check, plan.overhead, tp=2)
     refit = plan_for(cfg, gpu, 2, vllm_version="0.24.0", with_fixes=False, overhead_model=fitted)
     weights_error = check.weights_model_gib - 25.20  # not an overhead: the fit leaves it alone
     assert abs(refit.available_kv_bytes / GiB - (44.02 - weights_error)) < 0.01

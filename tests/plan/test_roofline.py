@@ -106,3 +106,28 @@ def test_prefill_flops_match_the_reference_calculator() -> None:
     gpu = get_gpu("A100-80G-SXM")
     for tokens, tflop in ((2048, 106), (32768, 1890), (131072, 10100)):
         assert abs(step_time(costs, gpu, prefill=[(tokens, 0)]).flops / 1e12 / tflop - 1) < 0.01
+
+
+@pytest.mark.parametrize("model", ["qwen3.6-27b", "qwen3-30b-a3b"])
+def test_prefill_time_closed_form_equals_the_step_loop(model: str) -> None:
+    """`prefill_time` sums its chunks in closed form (issue 16: a 10^12-token prompt or a 1-token budget must not
+    loop); it equals pricing every chunk one by one."""
+    costs = model_costs(load_model_spec(model), tp=1)
+    gpu = get_gpu("H200")
+    for tokens, chunk, cached in (
+        (1, 8192, 0),
+        (8192, 8192, 0),
+        (8193, 8192, 0),
+        (100_000, 2048, 0),
+        (50_000, 333, 1000),
+    ):
+        for ideal in (False, True):
+            looped, done = 0.0, 0
+            while done < tokens:
+                n = min(chunk, tokens - done)
+                looped += step_time(costs, gpu, prefill=[(n, cached + done)], ideal=ideal).seconds
+                done += n
+            assert prefill_time(costs, gpu, tokens=tokens, cached=cached, chunk=chunk, ideal=ideal) == pytest.approx(
+                looped, rel=1e-9
+            )
+    assert prefill_time(costs, gpu, tokens=999_999_999_999, chunk=1) > 0  # returns at once

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
+from servetune.load.shape import LoadShape
 from servetune.metrics.record import RequestRecord
 from servetune.plan.roofline import Efficiency
 from servetune.sim.calibration import (
@@ -44,7 +46,7 @@ def write_measured(directory: Path) -> None:
     dep = deployment_for("qwen3.6-27b", "H200", "0.24.0", FLAGS)
     for name, (conc, lengths) in POINTS.items():
         asked = tuple(RequestRecord(index=i, prompt_tokens=p, output_tokens=o) for i, (p, o) in enumerate(lengths))
-        records = replay(MeasuredRun(name, conc, asked, dep), TRUTH)
+        records = replay(MeasuredRun(name, LoadShape.closed(conc, requests=len(asked)), asked, dep), TRUTH)
         (directory / f"{name}.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in records))
         (directory / f"{name}.json").write_text(json.dumps({"shape": {"kind": "concurrency", "concurrency": conc}}))
 
@@ -145,7 +147,9 @@ def test_reads_the_fidelity_campaigns_older_records(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert to_record(rows[0]).phase == "warmup" and to_record(rows[3]).error == "boom"
     run = measured_run(path, deployment_for("qwen3.6-27b", "H200", "0.24.0", FLAGS))
-    assert run.concurrency == 2 and [r.index for r in run.records] == [1, 2] and run.untimed == {1}
+    assert run.shape == LoadShape.closed(2, requests=2, warmup_requests=1)
+    assert [r.index for r in run.records] == [0, 1, 2] and [r.index for r in run.measured] == [1, 2]
+    assert run.untimed == {1}
     s = measured_summary(run)
     assert s.ttft_ms.count == 1 and s.ttft_ms.p50 == 10 / 1e6 and s.output_tokens == 4
 
@@ -163,10 +167,41 @@ def test_bad_result_files_are_clear_errors(tmp_path: Path) -> None:
     record = RequestRecord(index=0, sent_ns=1, chunk_ns=[2, 3], done_ns=3, prompt_tokens=5, output_tokens=2)
     open_loop = tmp_path / "open.jsonl"
     open_loop.write_text(record.model_dump_json() + "\n")
-    (tmp_path / "open.json").write_text(json.dumps({"shape": {"kind": "rate", "rate": 2.0}}))
-    with pytest.raises(ServetuneError, match="open loop"):
-        measured_run(open_loop, dep)
+    (tmp_path / "open.json").write_text(json.dumps({"shape": {"kind": "rate", "rate": 2.0, "seed": 3}}))
+    assert measured_run(open_loop, dep).shape == LoadShape.open(2.0, requests=1, seed=3)  # replayed at its arrivals
+    (tmp_path / "odd.json").write_text(json.dumps({"shape": {"kind": "rate"}}))
+    (tmp_path / "odd.jsonl").write_text(record.model_dump_json() + "\n")
+    assert measured_run(tmp_path / "odd.jsonl", dep).shape.rate == float("inf")  # LoadResult JSON's infinity
     lonely = tmp_path / "lonely.jsonl"
     lonely.write_text(record.model_dump_json() + "\n")
-    with pytest.raises(ServetuneError, match="no closed-loop concurrency"):
+    with pytest.raises(ServetuneError, match="no load shape"):
         measured_run(lonely, dep)
+
+
+def test_a_cpu_engine_is_estimated_on_its_calibrated_device(tmp_path: Path) -> None:
+    """vLLM CPU has no GPU to name: a profile fitted with `--gpu custom:...` carries the device, and `estimate:`
+    in an experiment without hardware.gpu simulates it (benchmarks/guided_tuning)."""
+    from servetune.tune.estimates import predictor
+    from servetune.tune.loader import parse_experiment
+
+    device = "custom:mem=6,bw=20,tflops=0.2"
+    profile = CalibrationProfile(gpu="custom", device=device, model="tiny", coefficients=StepCoefficients())
+    profile.save(tmp_path / "cpu.json")
+    text = json.dumps(
+        {
+            "name": "cpu",
+            "engine": {"engine": "vllm", "model": "tiny", "flags": {"max-model-len": 1024, "max-num-seqs": 2}},
+            "suite": {"probes": {"load_curve": {"concurrency": [1, 2], "requests_per_point": 4}}},
+            "objective": "output_throughput",
+            "estimate": {"mode": "prune", "keep": 1, "calibration": str(tmp_path / "cpu.json")},
+            "variants": {"grid": {"max-num-seqs": [2, 4]}},
+        }
+    )
+    exp = parse_experiment(text)
+    assert exp.hardware.gpu is None
+    got = predictor(exp)(EngineConfig(engine="vllm", model="tiny", flags={"max-model-len": 1024, "max-num-seqs": 4}))
+    assert got.objective is not None and got.objective > 0, got.reason
+    without = json.loads(text)
+    del without["estimate"]["calibration"]
+    with pytest.raises(ServetuneError, match="estimates need the GPU to simulate"):
+        parse_experiment(json.dumps(without))

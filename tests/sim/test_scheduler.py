@@ -138,21 +138,31 @@ def test_without_chunked_prefill_a_prompt_waits_for_a_whole_budget() -> None:
 
 
 def test_async_scheduling_admits_a_busy_engines_arrivals_one_step_later() -> None:
+    """With async scheduling step k+1 is planned as soon as step k is launched, so a request arriving while the GPU
+    computes step k joins step k+2; the synchronous engine takes it in step k+1."""
     from dataclasses import replace
 
     from servetune.sim.deployment import build_deployment
     from servetune.sim.engine import SimEngine
     from servetune.sim.flags import parse_sim_args
+    from servetune.sim.steptime import StepCoefficients, StepTimeModel
 
     dep = build_deployment(parse_sim_args(["qwen3.6-27b", "--max-model-len", "8192", "--gpu", "H200"]))
-    first_scheduled = {}
+    timing = StepTimeModel.of(dep.timing.costs, dep.timing.gpu, StepCoefficients(cpu_prefill_step_s=0.0))
+    joined = {}
     for mode in (False, True):
-        engine = SimEngine(replace(dep.limits, async_scheduling=mode), dep.timing)
-        engine.submit(req(0, 100, 50, bs=dep.limits.block_size))
-        engine.step()  # the engine was idle: request 0 is scheduled at once either way
-        engine.submit(req(1, 100, 50, bs=dep.limits.block_size))  # arrives while step 1 runs
-        for k in range(1, 4):
-            if any(s.request.request_id == "1" for s in engine.step().plan.scheduled):
-                first_scheduled[mode] = k
-                break
-    assert first_scheduled == {False: 1, True: 2}
+        engine = SimEngine(replace(dep.limits, async_scheduling=mode), timing)
+        engine.submit(req(0, 4000, 50, bs=dep.limits.block_size))
+        first = engine.step()  # the engine was idle: request 0 is planned at once either way
+        arrival = timing.cpu_time(first.plan) + timing.gpu_time(first.plan) / 2  # mid step 1 on the GPU
+        clock, steps, waiting = first.duration, 1, True
+        while "1" not in joined.get(mode, ""):
+            if waiting and clock >= arrival:
+                engine.submit(req(1, 100, 50, bs=dep.limits.block_size))
+                waiting = False
+            outcome = engine.step()
+            steps += 1
+            clock += outcome.duration
+            if any(s.request.request_id == "1" for s in outcome.plan.scheduled):
+                joined[mode] = f"1 in step {steps}"
+    assert joined == {False: "1 in step 2", True: "1 in step 3"}

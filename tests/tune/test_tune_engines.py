@@ -245,3 +245,54 @@ def test_a_variant_that_cannot_start_is_recorded_and_the_next_runs(tmp_path: Pat
     assert by_name["four-slots"].status == "done" and by_name["two-slots"].status == "done"
     report = (tmp_path / "report.html").read_text()
     assert "invalid_flag" in report and "no-such-flag" in report
+
+
+CANARY = "sk-canary-4b3a2918"
+
+
+def test_a_second_run_on_a_busy_folder_says_who_holds_it_and_sigterm_keeps_the_runs(tmp_path: Path) -> None:
+    exp_file = tmp_path / "small.yaml"
+    exp_file.write_text(SMALL.replace("  repeats: 2", "  repeats: 20"))  # long enough to be caught running
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "servetune", "tune", str(exp_file), "--out", str(out)]
+    first = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    db = out / "servetune.db"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (db.exists() and _runs(db)):
+        time.sleep(0.05)
+    second = subprocess.run([*cmd, "--resume"], env=_env(), capture_output=True, text=True, timeout=60)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert str(first.pid) in second.stderr and "Traceback" not in second.stderr, second.stderr
+    first.send_signal(signal.SIGTERM)  # what a scheduler or `kill` sends: the same as Ctrl-C
+    output = first.communicate(timeout=60)[0]
+    assert first.returncode == 130, output
+    assert "--resume" in output
+    assert _runs(db), "the finished runs are kept"
+
+
+def test_a_canary_secret_reaches_no_file_tune_writes(tmp_path: Path) -> None:
+    """An API key as client setting and engine flag, and a token in the engine's environment: every file of
+    the experiment folder (the SQLite store, engine logs, results.json, summary.md/csv, report.html, the
+    recommendation) is searched for them."""
+    exp_file = tmp_path / "secret.yaml"
+    exp_file.write_text(
+        SMALL.replace("  flags: {ctx-size: 4096, parallel: 2, threads: 1}", f"  flags: {{ctx-size: 4096, parallel: 2, threads: 1, api-key: {CANARY}}}\n  env: {{HF_TOKEN: {CANARY}-env}}")
+        .replace("client: {endpoint: completions, tokenizer: tiny}", f"client: {{endpoint: completions, tokenizer: tiny, api_key: {CANARY}}}")
+        .replace("      four-slots: {parallel: 4}\n      one-slot: {parallel: 1}\n", "      four-slots: {parallel: 4}\n")
+        .replace("  repeats: 2", "  repeats: 1")
+    )  # fmt: skip
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "servetune", "tune", str(exp_file), "--out", str(out)],
+        env=_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = subprocess.run(
+        [sys.executable, "-m", "servetune", "report", str(out)], env=_env(), capture_output=True, text=True, timeout=60
+    )
+    assert report.returncode == 0, report.stderr
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert len(files) >= 5 and any(p.suffix == ".log" for p in files), files
+    leaked = [str(p) for p in files if CANARY.encode() in p.read_bytes()]
+    assert not leaked, f"the secret was written to {leaked}"
+    assert CANARY not in done.stdout + done.stderr + report.stdout + report.stderr

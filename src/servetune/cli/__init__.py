@@ -2,7 +2,8 @@
 
 Each sub-module registers its own commands; heavy imports happen inside the command functions so that
 `servetune --help` and `servetune plan` start fast. `main` is the boundary: a problem the user can fix is printed
-as `error:` + `fix:` (exit 2), an environment failure likewise (exit 1), never a traceback unless `--debug`.
+as `error:` + `fix:` (exit 2), an environment failure likewise (exit 1: `ServetuneError.exit_code`), never a
+traceback unless `--debug`.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         _say(err.problem, err.fix)
-        sys.exit(EXIT_USAGE)
+        sys.exit(err.exit_code)
     except OSError as err:
         if debug:
             raise
@@ -82,6 +83,16 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as err:
         if debug:
             raise
+        from pydantic import ValidationError
+
+        if isinstance(err, ValidationError):  # a value that reached a model unchecked: still the user's input
+            first = err.errors()[0]
+            name = ".".join(str(p) for p in first["loc"]) or err.title
+            _say(
+                f"bad value for {name}: {first['msg']} (got {first.get('input')!r})",
+                f"give {name} a valid value (see the command's --help)",
+            )
+            sys.exit(EXIT_USAGE)
         _say(f"servetune failed unexpectedly: {type(err).__name__}: {err}", "run again with --debug and report it")
         sys.exit(EXIT_FAILED)
     sys.exit(code if isinstance(code, int) else 0)

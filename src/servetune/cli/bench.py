@@ -14,11 +14,13 @@ import typer
 from servetune.errors import ServetuneError
 
 if TYPE_CHECKING:
+    from servetune.control.client import ControlTimeouts
     from servetune.load.bench_args import BenchArgs
     from servetune.load.options import LoadOptions
     from servetune.load.runner import LoadResult
     from servetune.load.shape import LoadShape
     from servetune.load.workload import Workload
+    from servetune.metrics.journal import RecordJournal
     from servetune.metrics.summary import Summary
 
 T = TypeVar("T")
@@ -34,6 +36,7 @@ def bench(ctx: typer.Context) -> None:
     bad options."""
     from servetune.engines.models import resolve_tokenizer
     from servetune.load.bench_args import help_text, parse_bench_argv
+    from servetune.metrics.journal import RecordJournal
 
     if any(a in ("-h", "--help") for a in ctx.args):
         typer.echo(help_text())
@@ -42,10 +45,12 @@ def bench(ctx: typer.Context) -> None:
     for note in args.notes:
         typer.secho(f"note: {note}", err=True)
     _check_outputs(args)
+    workload, shape = options.workload(), options.shape()
+    control = shape.timeouts.control()
     if args.ready_check_timeout_s:
         _run(_wait_ready(args.url, args.api_key, args.ready_check_timeout_s))
-    model = args.model or _run(_first_model(args.url, args.api_key))
-    workload, shape = options.workload(), options.shape()
+    model = args.model or _run(_first_model(args.url, args.api_key, control))
+    journal = RecordJournal(args.jsonl_out)
     kwargs: dict[str, Any] = dict(
         endpoint=args.endpoint,
         stream=args.stream,
@@ -56,6 +61,8 @@ def bench(ctx: typer.Context) -> None:
         percentiles=options.percentile_values(),
         keep_text=args.save_detailed,
         workers=args.workers,
+        control=control,
+        on_record=journal.add,
     )
     if args.ray is not None:
         from servetune.load.transport import require_ray
@@ -64,13 +71,55 @@ def bench(ctx: typer.Context) -> None:
         from servetune.load.ray_transport import RayPool
 
         kwargs["pool"] = RayPool(None if args.ray == "auto" else args.ray, args.ray_nodes)
-    if args.sweep:
-        results, summaries = _sweep(args, model, workload, shape, kwargs)
-    else:
-        result = _single(args, model, workload, shape, kwargs)
-        results, summaries = [result], [result.summary]
+    try:
+        if args.sweep:
+            results, summaries = _sweep(args, model, workload, shape, kwargs, journal)
+        else:
+            result = _single(args, model, workload, shape, kwargs)
+            results, summaries = [result], [result.summary]
+    except KeyboardInterrupt:
+        _partial(args, options, journal, "interrupted")
+        raise
+    except Exception as err:
+        _partial(args, options, journal, f"stopped by an error ({err})")
+        raise
+    journal.close(finished=True)
     _files(args, options, model, results)
     _verdict(summaries, args.max_error_rate, args.accept_warnings)
+
+
+def _partial(args: BenchArgs, options: LoadOptions, journal: RecordJournal, why: str) -> None:
+    """An unfinished run keeps what it measured: the summary of the finished requests is printed (and written
+    to --json), and the records journal stays, named."""
+    import json
+    import time
+
+    from servetune.fileio import atomic_write_text
+
+    if journal.count == 0:  # nothing was measured: nothing to keep
+        journal.close(finished=True)
+        return
+    journal.close(finished=False)
+    elapsed = time.monotonic() - journal.started
+    summaries = journal.partial_summaries(slos=options.slos(), percentiles=options.percentile_values())
+    typer.secho(
+        f"bench {why} after {elapsed:.1f} s: {journal.count} requests finished; the summary below covers the "
+        "measured ones",
+        fg="yellow",
+        err=True,
+    )
+    for level, summary in summaries:
+        _print_summary(summary, "PARTIAL" + (f" — level {level:g}" if level is not None else ""))
+    typer.secho(f"records so far: {journal.path}", err=True)
+    if args.json_out:
+        data = {
+            "partial": True,
+            "reason": why,
+            "records": str(journal.path),
+            "levels": [{"level": level, "summary": s.model_dump(mode="json")} for level, s in summaries],
+        }
+        atomic_write_text(args.json_out, json.dumps(data, indent=2))
+        typer.secho(f"partial summary: {args.json_out}", err=True)
 
 
 def _check_outputs(args: BenchArgs) -> None:
@@ -115,11 +164,11 @@ async def _wait_ready(url: str, api_key: str | None, timeout_s: float) -> None:
         await asyncio.sleep(1.0)
 
 
-async def _first_model(url: str, api_key: str | None) -> str:
+async def _first_model(url: str, api_key: str | None, timeouts: ControlTimeouts) -> str:
     """vLLM's rule without --model: the first model the server lists."""
     from servetune.control.client import ControlClient
 
-    models = await ControlClient(url, api_key=api_key).models()
+    models = await ControlClient(url, api_key=api_key, timeouts=timeouts).models()
     if not models.names:
         raise ServetuneError(f"{url}/v1/models lists no model", "give --model NAME")
     return models.names[0]
@@ -147,13 +196,9 @@ def _verdict(summaries: list[Summary], max_error_rate: float, accept_warnings: b
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
-    import asyncio
+    from servetune.load.runner import run_sync
 
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+    return run_sync(coro)
 
 
 def _print_summary(summary: Summary, title: str) -> None:
@@ -181,7 +226,12 @@ def _single(args: BenchArgs, model: str, workload: Workload, shape: LoadShape, k
 
 
 def _sweep(
-    args: BenchArgs, model: str, workload: Workload, shape: LoadShape, kwargs: dict[str, Any]
+    args: BenchArgs,
+    model: str,
+    workload: Workload,
+    shape: LoadShape,
+    kwargs: dict[str, Any],
+    journal: RecordJournal,
 ) -> tuple[list[LoadResult], list[Summary]]:
     from servetune.fileio import atomic_write_text
     from servetune.load.sweep import run_sweep
@@ -189,7 +239,18 @@ def _sweep(
     from servetune.metrics.render import sweep_lines
 
     assert args.sweep is not None
-    result = _run(run_sweep(args.url, model, workload, shape, list(args.sweep), progress=args.progress, **kwargs))
+    result = _run(
+        run_sweep(
+            args.url,
+            model,
+            workload,
+            shape,
+            list(args.sweep),
+            progress=args.progress,
+            on_level=journal.start_level,
+            **kwargs,
+        )
+    )
     for line in sweep_lines([(p.level, p.result.summary) for p in result.points], shape.kind):
         typer.secho(line, fg="yellow" if line.lstrip().startswith("WARNING") else None)
     if result.saturated_at is not None:

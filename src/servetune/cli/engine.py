@@ -153,9 +153,11 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option(None, "--model", help="Served model name (with --url) or model path."),
         served_model_name: str = typer.Option(None, "--served-model-name"),
         tiny: bool = typer.Option(False, "--tiny", help="Launch servetune's tiny random model."),
-        long_context: int = typer.Option(None, "--long-context", help="Prompt tokens of the long request."),
+        long_context: int = typer.Option(
+            None, "--long-context", min=16, help="Prompt tokens of the long request (at least 16)."
+        ),
         api_key: str = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY"),
-        timeout: float = typer.Option(120.0, "--timeout", help="Seconds any one request may take."),
+        timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="Seconds any one request may take."),
         startup_timeout: float = typer.Option(600.0, "--startup-timeout"),
         log_dir: Path = typer.Option(Path("runs/logs"), "--log-dir"),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON instead of a table."),

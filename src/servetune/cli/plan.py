@@ -23,6 +23,8 @@ def _available(text: str | None) -> int | None:
         raise ServetuneError(
             f"--available-kv {text!r} is not a number", "give GiB as vLLM logs it (71.16) or bytes"
         ) from err
+    if not 0 < value < 2**60:  # NaN and infinities fail this too
+        raise ServetuneError(f"--available-kv {text!r} is not a positive size", "give GiB (71.16) or bytes")
     return int(value) if value >= 2**20 else round(value * 1024**3)
 
 

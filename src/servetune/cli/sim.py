@@ -80,6 +80,7 @@ def _estimate_parser() -> argparse.ArgumentParser:
     p.add_argument("--endpoint", choices=("completions", "chat"), default="completions")
     p.add_argument("--json", nargs="?", const="-", dest="json_out")
     p.add_argument("--jsonl", dest="jsonl_out")
+    p.add_argument("--explain", nargs="?", const="", default=None, metavar="CLASS")
     return p
 
 
@@ -91,10 +92,12 @@ def _estimate_help() -> str:
         "",
         "Usage: servetune estimate MODEL [vLLM flags] [--gpu H200x1] [--calibration p.json]",
         "       (--concurrency N | --rate R) [load options] [--endpoint completions|chat]",
-        "       [--json [PATH]] [--jsonl PATH]",
+        "       [--json [PATH]] [--jsonl PATH] [--explain [CLASS]]",
         "",
         "Prints the summary `servetune bench` prints, in simulated time; --json writes bench's LoadResult JSON",
-        "(to stdout when no PATH is given), --jsonl every simulated request's record.",
+        "(to stdout when no PATH is given), --jsonl every simulated request's record. --explain splits the mean",
+        "TTFT of one request class (default: the first) into API server, queue, prefill steps, mixed steps,",
+        "waits between chunks and the first token's hand-over, so a slow prediction says why.",
         "",
         "Load options (the same as servetune bench's, vLLM bench serve's names included):",
         *LoadOptions.help_lines(),
@@ -137,7 +140,9 @@ def estimate(ctx: typer.Context) -> None:
     from servetune.metrics.summary import summarize
     from servetune.sim.backend import SimBackend
     from servetune.sim.deployment import build_deployment
+    from servetune.sim.explain import explain_ttft
     from servetune.sim.flags import parse_sim_args
+    from servetune.sim.virtual import RunTrace
 
     if any(a in ("-h", "--help") for a in ctx.args):
         typer.echo(_estimate_help())
@@ -151,6 +156,8 @@ def estimate(ctx: typer.Context) -> None:
         if path and path != "-" and not Path(path).parent.is_dir():
             raise ServetuneError(f"cannot write {path}: its folder does not exist", "create it first, or give another")
     backend = SimBackend(build_deployment(args), client=ClientSpec(endpoint=own.endpoint))
+    if own.explain is not None:
+        backend.trace = RunTrace()
     wall0, cpu0 = time.perf_counter(), time.process_time()
 
     async def run() -> tuple[MetricsSnapshot | None, LoadResult, MetricsSnapshot | None]:
@@ -173,6 +180,9 @@ def estimate(ctx: typer.Context) -> None:
         f"{'-' if hit is None else f'{hit:.1%}'}; {result.wall_s:,.1f} simulated s in {wall:.2f} s "
         f"(CPU {cpu:.2f} s, {result.wall_s / max(wall, 1e-9):,.0f}x real time)"
     )
+    if backend.trace is not None:
+        for line in explain_ttft(backend.trace, result.records, own.explain or None).lines():
+            out(line)
     if own.json_out == "-":
         typer.echo(result.to_json())
     elif own.json_out:

@@ -41,7 +41,15 @@ class ControlTimeouts(BaseModel):
 
 
 class ControlError(ServetuneError):
-    """A control-plane call failed: the server is unreachable, too slow, or answered something unusable."""
+    """A control-plane call failed: the server is unreachable, too slow, or answered something unusable (the
+    run failed on its environment: exit code 1)."""
+
+    exit_code = 1
+
+
+class ControlTimeoutError(ControlError):
+    """A control-plane call got no answer in time: the server is frozen or overloaded (not merely lacking the
+    route), so a caller must not fall back to something else and carry on."""
 
 
 @dataclass(frozen=True)
@@ -152,9 +160,10 @@ class ControlClient:
             async with session.request(method, url, json=body, headers=self._headers) as resp:
                 return resp.status, await resp.read()
         except TimeoutError:
-            raise ControlError(
+            raise ControlTimeoutError(
                 f"{url} did not answer within {self.timeouts.total_s:g} s",
-                "check that the server is not frozen or overloaded, or allow more time (--control-timeout)",
+                "check that the server is not frozen or overloaded (servetune waits as long as a request may wait "
+                "for its first token: --first-token-timeout, or a probe's request_timeout_s)",
             ) from None
         except (aiohttp.ClientError, OSError) as err:
             raise ControlError(f"cannot reach {url}: {err}", "check the URL and that the server is running") from None
@@ -228,6 +237,8 @@ class ControlClient:
             )
             try:
                 answer = await self._json("POST", "/tokenize", body)
+            except ControlTimeoutError:
+                raise  # a frozen server: the other dialect would wait as long again
             except ControlError as err:
                 problems.append(err.problem)
                 continue

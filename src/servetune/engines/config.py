@@ -50,3 +50,10 @@ class EngineConfig(BaseModel):
     def name(self) -> str:
         """The model name clients send."""
         return self.served_model_name or self.model
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the server will demand (`--api-key`, the flag of vLLM, SGLang and llama.cpp alike): readiness
+        probes, acceptance checks and load must send it."""
+        value = self.flags.get("api-key")
+        return value if isinstance(value, str) and value else None

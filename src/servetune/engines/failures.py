@@ -46,7 +46,9 @@ class FailureInfo(BaseModel):
 
 
 class EngineLaunchError(ServetuneError):
-    """An engine failed to start (or died); `.failure` says why, with proof from its log."""
+    """An engine failed to start (or died); `.failure` says why, with proof from its log (a failed run: exit 1)."""
+
+    exit_code = 1
 
     def __init__(self, failure: FailureInfo, log_path: str | None = None) -> None:
         where = f" (log: {log_path})" if log_path else ""

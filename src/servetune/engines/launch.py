@@ -234,7 +234,7 @@ async def _wait_ready(
             if msg and on_progress:
                 on_progress(msg)
 
-    async with ControlClient(base_url, timeouts=PROBE_TIMEOUTS) as client:
+    async with ControlClient(base_url, api_key=cfg.api_key, timeouts=PROBE_TIMEOUTS) as client:
         while True:
             report_progress()
             code = group.poll()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from servetune.control.client import ControlTimeouts
 from servetune.errors import ServetuneError
 from servetune.metrics.record import Phase
 
@@ -31,6 +32,12 @@ class Timeouts(BaseModel):
     first_token_s: float = 600.0  # long prefills (128K) take a while
     inter_token_s: float = 120.0
     request_s: float = 3600.0  # whole request (the limit for non-streamed answers)
+
+    def control(self) -> ControlTimeouts:
+        """The one timeout policy of a run's control-plane calls (`/tokenize`, `/v1/models`, `/health`): no call
+        may wait longer than a request may wait for its first token, so a frozen server fails a run within the
+        user's `--first-token-timeout` instead of an HTTP library's default."""
+        return ControlTimeouts(connect_s=self.connect_s, total_s=min(self.first_token_s, self.request_s))
 
 
 class LoadShape(BaseModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -36,12 +36,16 @@ async def run_sweep(
     *,
     stop_at_saturation: bool = True,
     rule: Saturation = SATURATION,
+    on_level: Callable[[float], None] | None = None,
     **kwargs: Any,
 ) -> SweepResult:
-    """Runs `shape` at each level (concurrency or rate) in order; stops after the first saturated point."""
+    """Runs `shape` at each level (concurrency or rate) in order; stops after the first saturated point.
+    `on_level` hears of each level before its requests start (a journal of records groups them by it)."""
     points: list[SweepPoint] = []
     best: float | None = None
     for level in levels:
+        if on_level is not None:
+            on_level(level)
         point_shape = shape.with_level(level)
         result = await run_load(base_url, model, workload, point_shape, **kwargs)
         points.append(SweepPoint(level=level, result=result))

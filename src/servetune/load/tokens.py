@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from servetune.control.client import ControlClient, ControlError, ControlTimeouts
+from servetune.control.client import ControlClient, ControlError, ControlTimeoutError, ControlTimeouts
 from servetune.errors import ServetuneError
 from servetune.model.hub import tokenizer_file
 
@@ -173,7 +173,13 @@ class LocalTokenizer:
                 "a local tokenizer needs the `tokenizers` package", "pip install tokenizers, or use tokenizer='server'"
             ) from err
         self.name = str(file)
-        self._tok = Tokenizer.from_file(str(file))
+        try:
+            self._tok = Tokenizer.from_file(str(file))
+        except Exception as err:  # noqa: BLE001 - the tokenizers package raises a bare Exception for a bad file
+            raise ServetuneError(
+                f"{file} is not a tokenizer.json the tokenizers package reads ({err})",
+                "give a Hugging Face tokenizer.json, a model folder holding one, or --tokenizer server",
+            ) from None
 
     async def count(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
@@ -262,7 +268,7 @@ async def make_counter(
         await server.calibrate()
     except ControlError as err:
         await server.aclose()
-        if tokenizer == "server":
-            raise ServetuneError(f"the server's /tokenize does not work: {err.problem}", err.fix) from None
+        if tokenizer == "server" or isinstance(err, ControlTimeoutError):
+            raise type(err)(f"the server's /tokenize does not work: {err.problem}", err.fix) from None
         return WordCounter()
     return server

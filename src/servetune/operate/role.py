@@ -33,11 +33,6 @@ class Role:
     primary_capacity: Capacity | None = None
     """Measured capacity of the last engine of the primary profile (what a fallback is compared with)."""
 
-    @property
-    def api_key(self) -> str | None:
-        value = self.cfg.flags.get("api-key")
-        return value if isinstance(value, str) else None
-
 
 @dataclass(frozen=True)
 class Hung:

@@ -315,11 +315,10 @@ class Supervisor:
                 startup_timeout_s=self.options.startup_timeout_s.value,
             )
             self._pending = engine
-            key = cfg.flags.get("api-key")
             verdict = accept(
                 engine,
                 long_tokens=self.options.accept_long_tokens,
-                api_key=key if isinstance(key, str) else None,
+                api_key=cfg.api_key,
                 timeout_s=self.options.startup_timeout_s.value,
             )
         except EngineLaunchError as err:
@@ -360,7 +359,7 @@ class Supervisor:
         role.ready_at = time.monotonic()
         role.state = "ready"
         if role.name == "long" or (self.options.long_prompt_tokens and self._bytes_per_token is None):
-            measured = bytes_per_token(engine, role.api_key)
+            measured = bytes_per_token(engine, role.cfg.api_key)
             if measured:
                 self._bytes_per_token = Sized(value=measured, source=f"measured with {engine.model_name}'s tokenizer")
         old = self.apply_proxy()
@@ -423,7 +422,7 @@ class Supervisor:
             period_s=o.liveness_period_s,
             deadline_s=o.liveness_deadline_s.value,
             failures=o.liveness_failures,
-            api_key=role.api_key,
+            api_key=role.cfg.api_key,
             on_result=on_result,
             on_hung=on_hung,
         )

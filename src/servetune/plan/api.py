@@ -28,7 +28,7 @@ from servetune.plan.inputs import inputs_from_flags
 from servetune.plan.placement import place
 from servetune.plan.rules import check
 from servetune.plan.speeds import SpeedEstimate, speed_estimates
-from servetune.plan.versions import behaviour
+from servetune.plan.versions import VllmBehaviour, behaviour
 
 MTP_METHODS = ("mtp", "qwen3_next_mtp", "qwen3_5_mtp", "deepseek_mtp", "ernie_mtp", "glm4_moe_mtp")
 DEFAULT_ACCEPTANCE = 0.7
@@ -173,6 +173,19 @@ def plan_for(
         compute_capability=gpu.compute_capability,
         max_num_batched_tokens=mnbt,
     )
+    om = overhead_model or memory.OverheadModel()
+    if mnbt > om.measured_tokens:
+        notes.append(
+            f"the profiling run's activations were measured up to {om.measured_tokens} batched tokens; at {mnbt} "
+            "they may be larger than modelled (less KV cache)"
+        )
+    v2 = v2_model_runner(beh, spec, cfg.env)
+    if v2 and not beh.v2_profiles_cudagraphs and not inputs.enforce_eager:
+        notes.append(
+            f"vLLM {beh.version} runs {spec.architecture} with its V2 model runner, which captures CUDA graphs after "
+            "sizing the KV cache: their memory comes out of the headroom above gpu-memory-utilization, not out of "
+            "the KV cache"
+        )
     util = inputs.gpu_memory_utilization or beh.default_gpu_memory_utilization
     requested = memory.requested_memory(gpu.memory_bytes, util)
     weights = memory.weights_per_gpu(spec, tp=tp, pp=pp, with_mtp=with_mtp)
@@ -183,9 +196,9 @@ def plan_for(
         max_num_batched_tokens=mnbt,
         max_num_seqs=mns,
         spec_tokens=spec_tokens,
-        cudagraphs=beh.cudagraph_in_profile and not inputs.enforce_eager,
+        cudagraphs=beh.cudagraph_in_profile and not inputs.enforce_eager and (not v2 or beh.v2_profiles_cudagraphs),
         max_capture=inputs.max_cudagraph_capture_size,
-        model=overhead_model or memory.OverheadModel(),
+        model=om,
     )
     if available_kv_bytes is not None:
         avail, source, unc = available_kv_bytes, "given", 0
@@ -228,17 +241,23 @@ def plan_for(
     deploy = EngineConfig(engine="vllm", model=cfg.model, flags=flags, env=cfg.env, version=beh.version)
     serve, docker = serve_command(deploy), docker_command(deploy)
     costs = roofline.model_costs(spec, tp=tp, kv_cache_dtype=inputs.kv_cache_dtype, with_mtp=with_mtp)
-    speeds = speed_estimates(
-        costs,
-        gpu,
-        lay,
-        cap.num_blocks,
-        mns,
-        mnbt,
-        max_len,
-        spec_tokens if with_mtp else 0,
-        efficiency or roofline.Efficiency(),
-        acceptance_rate,
+    # A config vLLM refuses has no speeds: the verdict comes first, so no length or budget a user mistyped (a
+    # 10^12-token context, a 1-token budget) reaches the roofline (issue 16).
+    speeds = (
+        speed_estimates(
+            costs,
+            gpu,
+            lay,
+            cap.num_blocks,
+            mns,
+            mnbt,
+            max_len,
+            spec_tokens if with_mtp else 0,
+            efficiency or roofline.Efficiency(),
+            acceptance_rate,
+        )
+        if feasible
+        else []
     )
     version = beh.version
     plan = Plan(
@@ -296,6 +315,17 @@ def plan_for(
 
         plan = plan.model_copy(update={"fixes": find_fixes(cfg, gpu, num_gpus, spec, inputs, plan, replan)})
     return plan
+
+
+def v2_model_runner(beh: VllmBehaviour, spec: ModelSpec, env: dict[str, str]) -> bool:
+    """Whether vLLM runs the model with its V2 model runner: `VLLM_USE_V2_MODEL_RUNNER` when set, else the
+    release's default (every model from 0.29; in 0.23-0.28 a list of unquantized architectures)."""
+    forced = (env or {}).get("VLLM_USE_V2_MODEL_RUNNER")
+    if forced is not None and forced.strip().lower() in ("1", "true", "0", "false"):
+        return forced.strip().lower() in ("1", "true")
+    if beh.v2_runner_architectures is None:
+        return True
+    return spec.architecture in beh.v2_runner_architectures and spec.quant.method == "none"
 
 
 def _max_model_len(

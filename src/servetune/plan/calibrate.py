@@ -106,25 +106,33 @@ def check_overhead(
     )
 
 
-def fit_overhead(model: OverheadModel, check: OverheadCheck, overhead: Overhead) -> OverheadModel:
-    """Moves the model's graph estimate to the logged one and puts the rest of the error on non-torch memory.
+def fit_overhead(model: OverheadModel, check: OverheadCheck, overhead: Overhead, tp: int = 1) -> OverheadModel:
+    """Moves the model's graph estimate of the start's family to the logged one and puts the rest of the error on
+    non-torch memory.
 
-    One start cannot separate non-torch memory from the activation peak, so the remainder goes to the
-    term with the widest prior; with several starts (different max_num_batched_tokens) a user can refit
-    `activation_copies` too.
+    One start cannot separate non-torch memory from the torch peak (unless vLLM logged its DEBUG breakdown), so the
+    remainder goes to non-torch memory, and what would make it negative to the family's profile constant (per GPU at
+    `tp`); several starts of a family (different max_num_seqs, max_num_batched_tokens) fit
+    the family's profile constant and the per-row and per-token terms (benchmarks/device_campaign/planner_fit.py).
     """
     if check.non_kv_log_gib is None:
         return model
-    updates: dict[str, float] = {}
+    families = dict(model.families)
+    family = families[overhead.family]
+    base = model.cudagraph_base_gib
     graph_error = 0.0
     if check.cudagraph_log_gib is not None and overhead.cudagraph_bytes:
         scale = check.cudagraph_log_gib / (overhead.cudagraph_bytes / GiB)
-        updates["cudagraph_base_gib"] = model.cudagraph_base_gib * scale
-        updates["cudagraph_per_layer_size_kib"] = model.cudagraph_per_layer_size_kib * scale
+        family = family.model_copy(update={"cudagraph_per_layer_size_kib": family.cudagraph_per_layer_size_kib * scale})
+        base *= scale
         graph_error = check.cudagraph_log_gib - overhead.cudagraph_bytes / GiB
-    rest = check.non_kv_log_gib - check.non_kv_model_gib - graph_error
-    updates["non_torch_gib"] = max(0.0, model.non_torch_gib + rest)
-    return model.model_copy(update=updates)
+    non_torch = model.non_torch_gib + check.non_kv_log_gib - check.non_kv_model_gib - graph_error
+    if non_torch < 0:  # the profiling peak was smaller than modelled, too
+        family = family.model_copy(update={"profile_gib": max(0.0, family.profile_gib + non_torch * tp)})
+    families[overhead.family] = family
+    return model.model_copy(
+        update={"non_torch_gib": max(0.0, non_torch), "cudagraph_base_gib": base, "families": families}
+    )
 
 
 class LogComparison(BaseModel):

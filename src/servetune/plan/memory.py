@@ -1,51 +1,89 @@
 """Memory before the KV cache: weights per GPU, and a model of vLLM's non-KV overhead with its uncertainty.
 
 vLLM (0.20+, `gpu_worker.determine_available_memory`):
-    available_kv = ceil(total * util) - weights - non_torch - activation_peak - cudagraph_estimate
-Weights are exact arithmetic on the shapes. The other terms depend on kernels, drivers and NCCL, so they are
-modelled with coefficients (`OverheadModel`) that come with a stated uncertainty and can be calibrated from
-startup logs ("Available KV cache memory", "Model loading took"). With `available_kv_bytes` (from a log or
+    available_kv = ceil(total * util) - weights - non_torch - torch_peak - cudagraph_estimate
+(vLLM logs the middle terms at DEBUG: "torch peak memory increase", "non-torch forward increase memory"; the graph
+estimate as "Estimated CUDA graph memory"). Weights are exact arithmetic on the shapes. The other terms depend on
+kernels, drivers and NCCL, so they are modelled per architecture family (dense, hybrid, MoE, hybrid MoE) with
+coefficients (`OverheadModel`) fitted to measured starts and a stated uncertainty that covers them
+(benchmarks/device_campaign/PLANNER.md: `planner_fit.py`). With `available_kv_bytes` (from a log or
 `--kv-cache-memory-bytes`) the overhead model is bypassed and the rest of the ledger is exact.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.model.spec import ModelSpec
 from servetune.plan.kvcache import pp_partition
 
 GiB = 1024**3
 
+Family = Literal["dense", "hybrid", "moe", "hybrid_moe"]
+
+
+def family_of(spec: ModelSpec) -> Family:
+    """The architecture family the overhead model is fitted per: recurrent (Gated-DeltaNet/Mamba) layers or not,
+    routed experts or not."""
+    if spec.is_hybrid:
+        return "hybrid_moe" if spec.moe else "hybrid"
+    return "moe" if spec.moe else "dense"
+
+
+class FamilyOverhead(BaseModel):
+    """The family-specific part of the non-KV overhead (fitted per family; `planner_fit.py`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile_gib: float
+    """Torch peak of the profiling run besides the sampler's logits, at TP1 (divided by TP): buffers that did not
+    grow with max_num_batched_tokens (2.4 GiB for Qwen3.6-27B at 2048 and at 8192)."""
+    cudagraph_per_layer_size_kib: float
+    """CUDA-graph estimate per captured batch size per decoder layer (FULL_AND_PIECEWISE)."""
+
+
+FAMILIES: dict[str, FamilyOverhead] = {
+    "dense": FamilyOverhead(profile_gib=0.91, cudagraph_per_layer_size_kib=308.0),
+    "hybrid": FamilyOverhead(profile_gib=2.44, cudagraph_per_layer_size_kib=308.0),
+    "moe": FamilyOverhead(profile_gib=1.98, cudagraph_per_layer_size_kib=274.0),
+    "hybrid_moe": FamilyOverhead(profile_gib=2.87, cudagraph_per_layer_size_kib=833.0),
+}
+"""Fitted on vLLM 0.24.0 starts on an H200 (benchmarks/device_campaign/PLANNER.md): dense on Qwen3-32B (D1, V2
+model runner), hybrid on Qwen3.6-27B (H1 and benchmarks/device A, B, C), MoE on Qwen3-30B-A3B (M1), hybrid MoE on
+Qwen3.6-35B-A3B (X1). The dense family's graph coefficient is the hybrid one (0.24 runs its dense models with the
+V2 runner, which reserves no graph memory, so none was measured)."""
+
 
 class OverheadModel(BaseModel):
     """Coefficients of the non-KV overhead (GiB unless noted); `*_unc` are +- bounds, not standard errors.
 
-    Defaults are fitted to three real vLLM 0.24.0 starts of Qwen3.6-27B on an H200 (benchmarks/device: default
-    batch limits; max_num_batched_tokens 2048 + max_num_seqs 32; FP8 KV + MTP 2), which they reproduce within
-    0.15 GiB; other GPUs and models lean on the same coefficients, hence the stated ranges.
-    """
+    The torch peak of vLLM's profiling run is a family constant plus the sampler warm-up's logits (rows x vocab):
+    vLLM 0.24.0 on an H200 peaked at 3.57 / 3.51 / 2.47 GiB for Qwen3.6-27B at (8192 tokens, 1024 rows) /
+    (2048, 1024) / (2048, 32): flat in max_num_batched_tokens between 2048 and 8192 (larger budgets were not
+    measured, a plan note says so), linear in rows. Non-torch memory was 0.22-0.25 GiB on every model at TP1."""
 
     model_config = ConfigDict(frozen=True)
 
-    non_torch_gib: float = 2.3
-    """Memory the profiling run takes outside torch's allocator plus allocator slack, at TP1."""
+    non_torch_gib: float = 0.24
+    """Memory the profiling run takes outside torch's allocator, at TP1 (0.22-0.25 GiB measured, six starts)."""
     non_torch_tp_gib: float = 1.0
     """Extra with TP > 1: NCCL communicators and custom all-reduce buffers (vLLM PR #10511: +1.8 GiB at TP2)."""
-    non_torch_unc_gib: float = 0.8
-    activation_copies: float = 1.14
-    """Scales the modelled peak of the profiling forward pass (max_num_batched_tokens tokens)."""
-    activation_unc_frac: float = 0.5
-    sampler_bytes_per_logit: float = 6.25
+    non_torch_unc_gib: float = 0.1
+    sampler_bytes_per_logit: float = 4.81
     """Bytes per [min(max_num_seqs, max_num_batched_tokens) x (1 + spec tokens) x vocab] element alive at the
-    sampler warm-up's peak (fp32 logits, probabilities, top-k/top-p buffers)."""
-    spec_decode_gib_per_token: float = 0.5
-    """Drafter (MTP) profiling memory per speculative token."""
+    sampler warm-up's peak (1.1 GiB between 32 and 1024 rows of Qwen3.6-27B's 248,320-token vocabulary)."""
+    spec_decode_gib_per_token: float = 0.76
+    """Drafter (MTP) profiling memory per speculative token (Qwen3.6-27B with MTP 2: 1.5 GiB)."""
+    measured_tokens: int = 8192
+    """The largest max_num_batched_tokens measured; beyond it the profiling activations may grow (a plan note)."""
+    profile_unc_gib: float = 0.6
+    """Bound on the torch peak's error: one or two models per family were measured; it covers the largest miss
+    of the per-family fit on a start it was not fitted to (benchmarks/device_campaign/PLANNER.md)."""
+    families: dict[str, FamilyOverhead] = Field(default_factory=lambda: dict(FAMILIES))
     cudagraph_base_gib: float = 0.0
-    cudagraph_per_layer_size_kib: float = 300.0
-    """CUDA-graph estimate per captured batch size per decoder layer (hybrid FULL_AND_PIECEWISE on an H200)."""
     cudagraph_unc_frac: float = 0.5
     mm_encoder_gib: float = 1.5
     """Vision encoder dummy batch + encoder cache profiled unless --language-model-only."""
@@ -57,8 +95,10 @@ class Overhead(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    family: str = "dense"
     non_torch_bytes: int
     activation_bytes: int
+    """The profiling forward pass's buffers (the family constant over TP)."""
     sampler_bytes: int
     cudagraph_bytes: int
     mm_encoder_bytes: int
@@ -66,9 +106,9 @@ class Overhead(BaseModel):
 
     @property
     def peak_activation_bytes(self) -> int:
-        """The torch peak of the profiling run: the forward pass and the sampler warm-up run one after the
-        other (`profile_run`: `_dummy_run(max_num_tokens)` then `_dummy_sampler_run`), so the larger counts."""
-        return max(self.activation_bytes, self.sampler_bytes)
+        """The torch peak of the profiling run ("torch peak memory increase"): the forward pass's buffers stay
+        allocated while the sampler warm-up runs, so the two add up."""
+        return self.activation_bytes + self.sampler_bytes
 
     @property
     def total_bytes(self) -> int:
@@ -141,16 +181,13 @@ def overhead(
     max_capture: int | None,
     model: OverheadModel,
 ) -> Overhead:
-    """The non-KV overhead of one GPU during vLLM's profiling run."""
-    hidden = spec.hidden_size
-    if spec.moe:
-        inter = spec.moe.top_k * spec.moe.expert_intermediate + spec.moe.shared_intermediate
-    else:
-        inter = spec.intermediate_size
-    tokens = max_num_batched_tokens
-    # gate_up output (2I) + activation (I) + a few hidden-sized buffers, 2 bytes each, per token on this GPU
-    per_token = 2 * (3 * inter / tp + 6 * hidden)
-    activation = tokens * per_token * model.activation_copies
+    """The non-KV overhead of one GPU during vLLM's profiling run (`cudagraphs`: whether vLLM reserves the graph
+    estimate before sizing the KV cache)."""
+    family = family_of(spec)
+    coef = model.families.get(family) or FAMILIES[family]
+    # the family constant is per-layer work buffers, split over TP like the heads; the sampler's logits are
+    # gathered on every rank
+    activation = coef.profile_gib * GiB / tp
     rows = min(max_num_seqs, max_num_batched_tokens) * (1 + spec_tokens)
     sampler = rows * spec.vocab_size * model.sampler_bytes_per_logit
     non_torch = (
@@ -162,15 +199,16 @@ def overhead(
     graphs = 0.0
     if cudagraphs:
         n = capture_sizes(max_num_seqs, spec_tokens, max_capture, max_num_batched_tokens)
-        graphs = model.cudagraph_base_gib * GiB + n * layers_here * model.cudagraph_per_layer_size_kib * 1024
+        graphs = model.cudagraph_base_gib * GiB + n * layers_here * coef.cudagraph_per_layer_size_kib * 1024
     mm = model.mm_encoder_gib * GiB if spec.vision and not spec.language_model_only else 0.0
     unc = (
         model.non_torch_unc_gib * GiB
-        + model.activation_unc_frac * max(activation, sampler)
+        + model.profile_unc_gib * GiB
         + model.cudagraph_unc_frac * graphs
         + (model.mm_encoder_unc_gib * GiB if mm else 0)
     )
     return Overhead(
+        family=family,
         non_torch_bytes=int(non_torch),
         activation_bytes=int(activation),
         sampler_bytes=int(sampler),

@@ -48,13 +48,15 @@ def render(plan: Plan, console: Console) -> None:
         (
             "activation peak",
             _gib(ov.peak_activation_bytes),
-            f"max(forward of {plan.max_num_batched_tokens} tokens {ov.activation_bytes / GiB:.2f}, "
-            f"sampler x {min(plan.max_num_seqs, plan.max_num_batched_tokens)} {ov.sampler_bytes / GiB:.2f})",
+            f"{ov.family} forward of {plan.max_num_batched_tokens} tokens {ov.activation_bytes / GiB:.2f} "
+            f"+ sampler x {min(plan.max_num_seqs, plan.max_num_batched_tokens)} {ov.sampler_bytes / GiB:.2f}",
         ),
         (
             "CUDA graphs",
             _gib(ov.cudagraph_bytes),
-            "model" if ov.cudagraph_bytes else "not reserved before the KV cache (--enforce-eager, or vLLM < 0.20)",
+            "model"
+            if ov.cudagraph_bytes
+            else "not reserved before the KV cache (--enforce-eager, vLLM < 0.20, or 0.24's V2 model runner)",
         ),
     ]
     if ov.mm_encoder_bytes:
@@ -111,14 +113,15 @@ def render(plan: Plan, console: Console) -> None:
     else:
         console.print("vLLM refuses to start with these flags (see the reasons above).")
 
-    speed = Table(title="Speed (roofline)", show_header=True, header_style="bold")
-    speed.add_column("case")
-    speed.add_column("ideal", justify="right")
-    speed.add_column("expected", justify="right")
-    for s in plan.speeds:
-        fmt = "{:,.1f} " if s.unit == "tok/s" else "{:,.2f} "
-        speed.add_row(s.name, fmt.format(s.ideal) + s.unit, fmt.format(s.expected) + s.unit)
-    console.print(speed)
+    if plan.speeds:
+        speed = Table(title="Speed (roofline)", show_header=True, header_style="bold")
+        speed.add_column("case")
+        speed.add_column("ideal", justify="right")
+        speed.add_column("expected", justify="right")
+        for s in plan.speeds:
+            fmt = "{:,.1f} " if s.unit == "tok/s" else "{:,.2f} "
+            speed.add_row(s.name, fmt.format(s.ideal) + s.unit, fmt.format(s.expected) + s.unit)
+        console.print(speed)
 
     if plan.fixes:
         fixes = Table(title="Fixes that make it fit", show_header=True, header_style="bold")

@@ -13,6 +13,19 @@ from servetune.errors import ServetuneError
 
 LATEST = "0.33.0"
 OLDEST = (0, 11)
+V2_ARCHITECTURES_0_24 = frozenset(
+    {
+        "LlamaForCausalLM",
+        "MistralForCausalLM",
+        "Qwen3ForCausalLM",
+        "Qwen2MoeForCausalLM",
+        "DeepseekV2ForCausalLM",
+        "GraniteMoeForCausalLM",
+    }
+)
+"""vLLM 0.23-0.28's `DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES` (0.23 added DeepseekV2 and Qwen2Moe, PR #42667): the
+models it runs with the V2 model runner unless quantized. Taken from notes on 0.23/0.24's `vllm/config/vllm.py`
+(not re-read here) and consistent with what 0.24.0 logged for Qwen3, Qwen3-MoE and Qwen3.5 on the H200."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,15 @@ class VllmBehaviour:
     """0.33 raises batch defaults again on >= 160 GiB GPUs (absent in 0.24.0)."""
     null_block_in_fit_check: bool
     """0.33 keeps one block (the null block) out of the admission check (absent in 0.24.0)."""
+    v2_runner_architectures: frozenset[str] | None
+    """Architectures vLLM runs with its V2 model runner ("Using V2 Model Runner") by default, unquantized; None:
+    every model (0.29+, vLLM PR #53183 "Use MRV2 for all models by default"; read in 0.32.0's
+    `VllmConfig.use_v2_model_runner`). 0.23-0.28: a list (`DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`); 0.24.0 ran
+    Qwen3ForCausalLM with it and Qwen3MoeForCausalLM / Qwen3.5 (hybrid) with V1 (benchmarks/device_campaign)."""
+    v2_profiles_cudagraphs: bool
+    """The V2 runner estimates CUDA-graph memory before sizing the KV cache: not in 0.24.0 (no "Estimated CUDA
+    graph memory" line; its graphs, 1.87 GiB for Qwen3-32B on an H200, are captured after the KV cache is
+    allocated), yes in 0.32.0 (`gpu/cudagraph_utils.profile_cudagraph_memory`); assumed from 0.29 (unread)."""
     notes: tuple[str, ...] = ()
 
 
@@ -64,6 +86,11 @@ def behaviour(version: str | None = None) -> VllmBehaviour:
         notes.append("hybrid prefix-caching default read in 0.24 (off) and 0.26 (on); this release assumed off")
     if 27 <= minor <= 32:
         notes.append("capacity log layout read in 0.26 (two lines) and 0.33 (one line); this release assumed one line")
+    if 25 <= minor <= 31:
+        notes.append(
+            "vLLM's V2 model runner: architectures and CUDA-graph profiling read in 0.24 and 0.32; this release "
+            "assumed like " + ("0.24" if minor < 29 else "0.32")
+        )
     return VllmBehaviour(
         version=".".join(map(str, v)),
         default_gpu_memory_utilization=0.9 if minor < 20 else 0.92,
@@ -74,5 +101,7 @@ def behaviour(version: str | None = None) -> VllmBehaviour:
         one_line_capacity_log=minor >= 27,
         large_gpu_tier=minor >= 33,
         null_block_in_fit_check=minor >= 33,
+        v2_runner_architectures=None if minor >= 29 else V2_ARCHITECTURES_0_24 if minor >= 23 else frozenset(),
+        v2_profiles_cudagraphs=minor >= 29,
         notes=tuple(notes),
     )

@@ -21,6 +21,7 @@ from servetune.report.tables import (
     time_scale_note,
     tradeoffs,
 )
+from servetune.secrets import Redactor
 from servetune.tune.environment import environment
 from servetune.tune.experiment import Experiment
 from servetune.tune.loop import Outcome
@@ -93,8 +94,9 @@ def results_json(
     }
 
 
-def write_csv(path: Path, ranking: Ranking) -> None:
-    write_rows_csv(path, summary_rows(ranking))
+def write_csv(path: Path, ranking: Ranking, redactor: Redactor | None = None) -> None:
+    rows = summary_rows(ranking)
+    write_rows_csv(path, redactor.data(rows) if redactor else rows)
 
 
 def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]) -> str:
@@ -172,8 +174,11 @@ def _bound(key: str) -> str:
 def write_reports(
     out_dir: Path, exp: Experiment, ranking: Ranking, rec: Recommendation | None, environment: dict[str, Any]
 ) -> dict[str, Path]:
-    """Writes every output file and returns their paths by kind."""
+    """Writes every output file and returns their paths by kind. The experiment's secrets (API keys, secret-named
+    environment values: `servetune.secrets`) are redacted in every one of them."""
     from servetune.report.html import render_html
+
+    redactor = Redactor.of(exp)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -183,10 +188,11 @@ def write_reports(
         "html": out_dir / "report.html",
         "recommendation": out_dir / "recommendation.txt",
     }
-    write_csv(paths["csv"], ranking)
-    atomic_write_text(paths["json"], json.dumps(results_json(exp, ranking, rec, environment), indent=2, default=str))
-    atomic_write_text(paths["markdown"], markdown(exp, ranking, rec, environment))
-    atomic_write_text(paths["html"], render_html(exp, ranking, rec, environment))
+    write_csv(paths["csv"], ranking, redactor)
+    results = redactor.data(results_json(exp, ranking, rec, environment))
+    atomic_write_text(paths["json"], redactor.text(json.dumps(results, indent=2, default=str)))
+    atomic_write_text(paths["markdown"], redactor.text(markdown(exp, ranking, rec, environment)))
+    atomic_write_text(paths["html"], redactor.text(render_html(exp, ranking, rec, environment)))
     if rec:
         text = f"# {rec.variant}: {rec.reason}\n{rec.serve_command}\n"
         if rec.docker_command:
@@ -196,7 +202,7 @@ def write_reports(
             text += f"\n# sampling preset {name}\n{json.dumps(body, ensure_ascii=False)}\n"
     else:
         text = f"# no recommendation: {ranking.reason}\n"
-    atomic_write_text(paths["recommendation"], text)
+    atomic_write_text(paths["recommendation"], redactor.text(text))
     return paths
 
 

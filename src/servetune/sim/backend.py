@@ -27,7 +27,14 @@ from servetune.metrics.summary import summarize
 from servetune.sim.deployment import SimDeployment
 from servetune.sim.metrics import render
 from servetune.sim.text import SimCounter, SimTokenizer
-from servetune.sim.virtual import ConversationSource, Segment, VirtualConversation, VirtualServer, VirtualTurn
+from servetune.sim.virtual import (
+    ConversationSource,
+    RunTrace,
+    Segment,
+    VirtualConversation,
+    VirtualServer,
+    VirtualTurn,
+)
 
 
 class SimBackend:
@@ -45,6 +52,8 @@ class SimBackend:
         self.tokenizer = SimTokenizer(deployment.args.model)
         self._model = model or deployment.served_name
         self._server = VirtualServer(deployment)
+        self.trace: RunTrace | None = None
+        """Set it to record where each request's time goes in the next runs (`sim/explain.py`)."""
 
     @property
     def label(self) -> str:
@@ -81,7 +90,7 @@ class SimBackend:
         shape = self.client.limit(shape)
         started_at = dt.datetime.now(dt.UTC).isoformat()
         t0 = self._server.clock
-        records = self._server.run(source, shape, stream=self.client.stream)
+        records = self._server.run(source, shape, stream=self.client.stream, trace=self.trace)
         return LoadResult(
             base_url=self.label,
             model=self._model,

@@ -1,11 +1,17 @@
 """Fitting the step-time coefficients to measured runs (the profile that stores them: `profile.py`).
 
-A measured run is what servetune's client recorded against a real engine: the closed-loop concurrency and the
-`RequestRecord` of every measured request (prompt and output tokens, timeline); the engine's flags give the
-simulated deployment. The fit replays every run through the simulator (same requests, same order, same
-concurrency) and compares the `Summary` of the replay with the measured one — median TTFT, median TPOT and
-output throughput, by `metrics.summary.summarize` on both sides — moving the coefficients (bandwidth and FLOP
-efficiencies, per-step, per-sequence and per-request overheads) to minimise the squared log-errors. Log-errors
+A measured run is one load point that servetune's client sent to a real engine: the `LoadShape` it was offered
+(closed loop with its warm-up, or open-loop arrivals at a rate and seed), the `RequestRecord` of every request
+(warm-ups included, marked by phase: their lengths and timeline), and the engine's flags as a simulated
+deployment. Runs of one engine launch replay in their order on one simulated server, so what earlier points left
+in the prefix cache is hit again exactly where the real server hit it: prompts of servetune's synthetic workloads
+are a function of (workload seed, request index) whose beginning does not depend on the length, so two requests
+with equal keys share their first min(length) tokens (`VirtualTurn` segments keyed so).
+
+The fit replays the launches and compares the `Summary` of each scored run's measured requests with the measured
+one — median TTFT, median TPOT and output throughput, by `metrics.summary.summarize` on both sides — moving the
+coefficients (bandwidth and FLOP efficiencies, GPU per-step and per-sequence overheads, the API server's
+per-request time, the CPU launch times of decode and prefill steps) to minimise the squared log-errors. Log-errors
 weigh a 10% miss equally at 50 ms and at 5 s; the optimiser is Nelder–Mead on log-coefficients (a handful of
 parameters; the objective is deterministic but not smooth, because the scheduler is discrete).
 """
@@ -13,8 +19,8 @@ parameters; the objective is deterministic but not smooth, because the scheduler
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,16 +31,27 @@ from servetune.metrics.record import RequestRecord
 from servetune.metrics.summary import Summary, summarize
 from servetune.plan.roofline import Efficiency
 from servetune.sim.steptime import StepCoefficients
-from servetune.sim.virtual import VirtualConversation, VirtualServer, VirtualTurn
+from servetune.sim.virtual import Segment, VirtualConversation, VirtualServer, VirtualTurn
 
 if TYPE_CHECKING:
     from servetune.sim.deployment import SimDeployment
 
-# Fitted coefficients: efficiencies through a logistic onto (0, 1.2), overheads through exp (both smooth,
-# so the optimiser never meets a flat clamp).
-FITTED = ("bandwidth", "mfu_prefill", "mfu_decode", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s")
+# Fitted coefficients: efficiencies through a logistic onto (0, 1.2), times through exp (both smooth, so the
+# optimiser never meets a flat clamp).
+FITTED = (
+    "bandwidth",
+    "mfu_prefill",
+    "mfu_decode",
+    "step_overhead_s",
+    "per_seq_overhead_s",
+    "request_overhead_s",
+    "cpu_step_s",
+    "cpu_prefill_step_s",
+)
 EFF_MAX = 1.2
 PRIOR_WEIGHT = 0.001
+SPREAD = 2.0
+"""Half-width of the random starts in the optimiser's space: efficiencies' logits and times' logs (x7 either way)."""
 TARGETS = ("ttft_p50_s", "tpot_p50_s", "output_throughput")
 """The figures a fit matches and the fidelity table reports (from a `Summary`; times in seconds)."""
 _NO_TIMEOUTS = Timeouts(first_token_s=math.inf, inter_token_s=math.inf, request_s=math.inf)
@@ -44,29 +61,108 @@ guess into failed requests (the objective would jump)."""
 
 @dataclass(frozen=True)
 class MeasuredRun:
-    """A closed-loop run against a real engine, with the simulated deployment of that engine's flags.
+    """One load point measured against a real engine, with the simulated deployment of that engine's flags.
 
-    `records`: the measured, successful requests in send order. `untimed`: positions of records whose stream
-    timeline cannot be trusted (see `results.py`): they count for the load and the throughput, not for TTFT and
-    TPOT, on the measured and the simulated side alike."""
+    `records`: the successful requests in send order, warm-ups included (their `phase` says which are measured).
+    `untimed`: positions among the measured ones (`measured`) whose stream timeline cannot be trusted (see
+    `results.py`): they count for the load and the throughput, not for TTFT and TPOT, on the measured and the
+    simulated side alike. Runs with the same `launch` ran in this order on one engine (`replay_launch`). `seed`: the
+    workload's seed, when the prompts were servetune's synthetic ones (their text is a function of seed and
+    index); None makes every prompt unique. `prefixes`: per traffic class, the shared prefix (tokens, groups).
+    `scored`: False for a run replayed only for the state it leaves (a warm-up point)."""
 
     name: str
-    concurrency: int
+    shape: LoadShape
     records: tuple[RequestRecord, ...]
     deployment: SimDeployment
     untimed: frozenset[int] = frozenset()
+    launch: str = ""
+    seed: int | None = None
+    prefixes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    scored: bool = True
+
+    @property
+    def measured(self) -> tuple[RequestRecord, ...]:
+        """The measured requests (phase `measure`), in send order."""
+        return tuple(r for r in self.records if r.phase == "measure")
+
+
+def _segments(run: MeasuredRun, r: RequestRecord, prompt: int) -> tuple[Segment, ...]:
+    """What the prompt is made of, for the prefix cache (see the module docstring)."""
+    key: Hashable = (run.seed, r.index, r.turn) if run.seed is not None else (run.launch, run.name, r.index, r.turn)
+    shared, groups = run.prefixes.get(r.traffic_class, (0, 1))
+    if shared and shared < prompt:
+        base = run.seed if run.seed is not None else (run.launch, run.name)
+        return (((base, "prefix", r.traffic_class, r.index % max(groups, 1)), shared), (key, prompt - shared))
+    return ((key, prompt),)
+
+
+def _source(run: MeasuredRun) -> Callable[[int], VirtualConversation]:
+    """Conversation `index` as it was sent (its turns' lengths and content); an index no record holds (a cool-down
+    request nobody kept) repeats the lengths of a recorded one."""
+    turns: dict[int, list[RequestRecord]] = {}
+    for r in run.records:
+        turns.setdefault(r.index, []).append(r)
+    convs: dict[int, VirtualConversation] = {}
+    for index, rs in turns.items():
+        out = []
+        for r in sorted(rs, key=lambda x: x.turn):
+            n = r.prompt_tokens or r.prompt_tokens_expected or 0  # results.py makes sure one is there
+            out.append(VirtualTurn(n, r.output_tokens, n, _segments(run, r, n)))
+        convs[index] = VirtualConversation(index, rs[0].traffic_class, tuple(out))
+    known = sorted(convs)
+
+    def source(index: int) -> VirtualConversation:
+        got = convs.get(index)
+        if got is not None:
+            return got
+        like = convs[known[index % len(known)]]
+        return VirtualConversation(index, like.cls, like.turns)
+
+    return source
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One run's replay: the simulated records of its measured requests (in the order of `run.measured`), and the
+    simulated engine's prefix-cache hit rate over the run (tokens; None with prefix caching off)."""
+
+    records: list[RequestRecord]
+    prefix_hit_rate: float | None
+
+
+def replay_launch(runs: Sequence[MeasuredRun], coef: StepCoefficients | None = None) -> dict[str, Replayed]:
+    """Runs of one launch, in order, through one fresh simulated server with coefficients `coef` (default: the
+    deployment's)."""
+    if not runs:
+        return {}
+    server = VirtualServer(runs[0].deployment, coef)
+    counters = server.engine.scheduler.counters
+    caching = runs[0].deployment.limits.enable_prefix_caching
+    out: dict[str, Replayed] = {}
+    for run in runs:
+        queries, hits = counters.prefix_queries, counters.prefix_hits
+        records = server.run(_source(run), run.shape.model_copy(update={"timeouts": _NO_TIMEOUTS}))
+        by_key = {(r.index, r.turn): r for r in records if r.phase == "measure"}
+        asked = counters.prefix_queries - queries
+        out[run.name] = Replayed(
+            [by_key[(r.index, r.turn)] for r in run.measured if (r.index, r.turn) in by_key],
+            (counters.prefix_hits - hits) / asked if caching and asked else None,
+        )
+    return out
 
 
 def replay(run: MeasuredRun, coef: StepCoefficients | None = None) -> list[RequestRecord]:
-    """The run's requests (lengths, order, concurrency) through a fresh simulated engine with coefficients `coef`
-    (default: the deployment's); the simulated records in the order of `run.records`."""
-    convs = []
-    for i, r in enumerate(run.records):
-        n = r.prompt_tokens or r.prompt_tokens_expected or 0  # results.py makes sure one is there
-        convs.append(VirtualConversation(i, r.traffic_class, (VirtualTurn(n, r.output_tokens, n, (((i,), n),)),)))
-    shape = LoadShape.closed(run.concurrency, requests=len(convs), timeouts=_NO_TIMEOUTS)
-    records = VirtualServer(run.deployment, coef).run(convs.__getitem__, shape)
-    return sorted(records, key=lambda r: r.index)
+    """One run alone on a fresh simulated server (see `replay_launch`): the simulated measured records."""
+    return replay_launch([run], coef)[run.name].records
+
+
+def launches(runs: Sequence[MeasuredRun]) -> list[list[MeasuredRun]]:
+    """The runs grouped by launch, each group in the given order (the order they ran in)."""
+    groups: dict[str, list[MeasuredRun]] = {}
+    for run in runs:
+        groups.setdefault(run.launch, []).append(run)
+    return list(groups.values())
 
 
 def _trusted(records: Sequence[RequestRecord], untimed: frozenset[int]) -> list[RequestRecord]:
@@ -80,12 +176,22 @@ def _trusted(records: Sequence[RequestRecord], untimed: frozenset[int]) -> list[
 
 
 def measured_summary(run: MeasuredRun) -> Summary:
-    return summarize(_trusted(run.records, run.untimed))
+    return summarize(_trusted(run.measured, run.untimed))
+
+
+def simulated_summaries(runs: Sequence[MeasuredRun], coef: StepCoefficients | None = None) -> dict[str, Summary]:
+    """The summary of each run's replay (launch by launch), over the same requests as the measured one."""
+    out: dict[str, Summary] = {}
+    for group in launches(runs):
+        replayed = replay_launch(group, coef)
+        for run in group:
+            out[run.name] = summarize(_trusted(replayed[run.name].records, run.untimed))
+    return out
 
 
 def simulated_summary(run: MeasuredRun, coef: StepCoefficients | None = None) -> Summary:
-    """The summary of the replay, over the same requests as the measured one."""
-    return summarize(_trusted(replay(run, coef), run.untimed))
+    """The summary of one run's replay on a fresh server."""
+    return simulated_summaries([run], coef)[run.name]
 
 
 def targets(summary: Summary) -> dict[str, float]:
@@ -150,29 +256,43 @@ def fit_coefficients(
     runs: Sequence[MeasuredRun],
     start: StepCoefficients | None = None,
     iters: int = 300,
+    samples: int = 48,
+    seed: int = 0,
 ) -> tuple[StepCoefficients, dict[str, dict[str, float]]]:
-    """Coefficients that make the simulator reproduce `runs`; and each run's relative errors after the fit.
+    """Coefficients that make the simulator reproduce the scored `runs`; and each scored run's relative errors
+    after the fit. Unscored runs are replayed for the state they leave (launch by launch, in order).
 
-    A weak pull towards the starting values (the planner's defaults) keeps coefficients that the runs do
-    not constrain (e.g. decode MFU when every decode is memory-bound) where they were instead of drifting.
-    Nelder–Mead restarts once from its best point (a fresh simplex escapes a collapsed one).
+    The objective is not smooth (the scheduler is discrete) and has valleys where one cost stands in for another
+    (a slow prefill MFU for a slow launch), so a single Nelder–Mead from the defaults stops in the first one: the
+    fit first tries `samples` random points around the start (seeded: the same runs give the same fit), runs
+    Nelder–Mead from the best three, and polishes the best result with a smaller simplex. A weak pull towards the
+    starting values (the deployment's defaults) keeps coefficients that the runs do not constrain (e.g. decode MFU
+    when every decode is memory-bound) where they were instead of drifting.
     """
-    if not runs:
+    scored = [r for r in runs if r.scored]
+    if not scored:
         raise ServetuneError("nothing to calibrate on", "give result files of measured runs")
-    start = start or StepCoefficients()
-    real = [measured_summary(r) for r in runs]
+    start = start or scored[0].deployment.timing.coef  # the deployment's: model-derived defaults filled in
+    real = {r.name: measured_summary(r) for r in scored}
     x0 = _encode(start)
 
+    def errors_of(coef: StepCoefficients) -> dict[str, dict[str, float]]:
+        sims = simulated_summaries(runs, coef)
+        return {name: relative_errors(sims[name], want) for name, want in real.items()}
+
     def objective(x: np.ndarray) -> float:
-        coef = _decode(start, x)
-        misfit = sum(_loss(relative_errors(simulated_summary(r, coef), t)) for r, t in zip(runs, real, strict=True))
+        misfit = sum(_loss(errs) for errs in errors_of(_decode(start, x)).values())
         return misfit + PRIOR_WEIGHT * float(np.sum((x - x0) ** 2))
 
-    x = nelder_mead(objective, x0, step=0.5, iters=iters // 2)
-    x = nelder_mead(objective, x, step=0.2, iters=iters - iters // 2)
+    rng = np.random.default_rng(seed)
+    tried = [x0, *(x0 + rng.uniform(-SPREAD, SPREAD, len(x0)) for _ in range(samples))]
+    values = [objective(x) for x in tried]
+    seeds = [tried[i] for i in np.argsort(values)[:3]]
+    found = [nelder_mead(objective, x, step=0.3, iters=iters // 2) for x in seeds]
+    x = min(found, key=objective)
+    x = nelder_mead(objective, x, step=0.1, iters=iters // 2)
     best = _decode(start, x)
-    errors = {r.name: relative_errors(simulated_summary(r, best), t) for r, t in zip(runs, real, strict=True)}
-    return best, errors
+    return best, errors_of(best)
 
 
 def _encode(coef: StepCoefficients) -> np.ndarray:

@@ -142,6 +142,9 @@ def deployment_for_config(
     """The simulated deployment of an EngineConfig (vLLM or sim) on `gpu` (which overrides a sim config's
     `gpu` flag; default H200). A vLLM config's flags that the simulator does not model are named in the startup
     notes (they are vLLM's, checked where the config was written); a sim config's must be the simulator's."""
+    from servetune.engines.models import resolve_model
+
+    cfg = resolve_model(cfg)  # `tiny`: the built tiny model's files
     flags = dict(normalize_flags("sim", cfg.flags, version=cfg.version, allow_unknown=True))
     if gpu:
         flags["gpu"] = gpu
@@ -182,7 +185,6 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
         coef = profile.coefficients
         if profile.gpu != gpu.name:
             notes.append(f"sim-serve: calibration profile is for {profile.gpu}, serving as {gpu.name}")
-    coef = coef or StepCoefficients()
     with_mtp = (
         (args.speculative_method or "mtp") in MTP_METHODS and spec.mtp_layers > 0 and args.num_speculative_tokens > 0
     )
@@ -207,7 +209,7 @@ def build_deployment(args: SimServeArgs, coefficients: StepCoefficients | None =
     return SimDeployment(
         args=args,
         limits=limits,
-        timing=StepTimeModel(costs, gpu, coef),
+        timing=StepTimeModel.of(costs, gpu, coef),
         vllm_version=plan.vllm_version,
         weights_gib=plan.weights_bytes_per_gpu / GiB,
         available_kv_gib=plan.available_kv_bytes / GiB,

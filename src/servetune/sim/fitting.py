@@ -8,6 +8,7 @@ them) and named in the deployment's startup notes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from servetune.errors import ServetuneError
@@ -29,12 +30,15 @@ def deployment_for(model: str | Path, gpu: str, vllm_version: str | None, flags:
 def runs_from_dir(
     directory: Path, model: str | Path, gpu: str, vllm_version: str | None, points: list[str] | None = None
 ) -> list[MeasuredRun]:
-    """The measured runs of one result directory (optionally only the named points)."""
+    """The measured runs of one result directory, in the order they ran (one launch: they replay on one simulated
+    server, so the prefix cache carries over), only the named points scored when `points` is given."""
     if not directory.is_dir():
         raise ServetuneError(f"{directory} is not a result directory", "give directories holding <point>.jsonl files")
     dep = deployment_for(model, gpu, vllm_version, read_flags(directory))
-    files = [f for f in point_files(directory) if points is None or f.stem in points]
-    return [measured_run(f, dep, name=f"{directory.name}/{f.stem}") for f in files]
+    runs = [
+        measured_run(f, dep, name=f"{directory.name}/{f.stem}", launch=str(directory)) for f in point_files(directory)
+    ]
+    return [r if points is None or r.name.split("/")[-1] in points else replace(r, scored=False) for r in runs]
 
 
 def calibrate_dirs(
@@ -48,16 +52,17 @@ def calibrate_dirs(
 ) -> CalibrationProfile:
     """Fits the step-time coefficients on the runs in `dirs` and returns the profile."""
     runs = [run for d in dirs for run in runs_from_dir(d, model, gpu, vllm_version, points)]
-    if not runs:
+    if not any(r.scored for r in runs):
         raise ServetuneError("no measured runs matched", "check --points against the *.jsonl names")
     coef, errors = fit_coefficients(runs, iters=iters)
     first = runs[0].deployment
     return CalibrationProfile(
         gpu=first.timing.gpu.name,
+        device=gpu,
         model=str(model),
         engine_version=first.vllm_version,
         tensor_parallel_size=first.args.tensor_parallel_size,
         coefficients=coef,
-        fitted_on=[r.name for r in runs],
+        fitted_on=[r.name for r in runs if r.scored],
         fit_errors=errors,
     )

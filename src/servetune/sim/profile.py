@@ -21,6 +21,11 @@ class CalibrationProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gpu: str
+    device: str | None = Field(
+        default=None,
+        description="The --gpu argument the runs were fitted with (custom:... spelled out): what estimates simulate "
+        "when the experiment names no GPU (a CPU engine described as a custom device).",
+    )
     model: str
     engine: str = "vllm"
     engine_version: str | None = None

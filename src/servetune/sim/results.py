@@ -3,14 +3,16 @@
 A result directory holds one `<point>.jsonl` per load point: one `RequestRecord` JSON per request, as
 `servetune bench --jsonl` writes them (the fidelity campaign's first records, with `warmup`, `end_ns` and `error`
 in place of `phase`, `done_ns` and `error_class`, are read too), and `flags.txt` with the engine's vLLM flags one
-per line. The closed-loop concurrency comes from the records (a `concurrency` field), else from
-`<point>.summary.json` (the campaign's) or `<point>.json` (`servetune bench --json`: `shape.concurrency`).
-Warm-up, cool-down and failed requests are left out.
+per line. The load shape (closed or open loop, warm-up, seed) and the workload (its seed: servetune's synthetic
+prompts are a function of seed and index, so equal keys share a prefix) come from `<point>.json` (`servetune bench
+--json`) or `<point>.summary.json` (the device campaign's), else a closed loop at the records' `concurrency` field.
+Warm-up requests are kept (a replay sends them, marked by phase); cool-down and failed ones are left out.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from servetune.errors import ServetuneError
+from servetune.load.shape import LoadShape
 from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.sim.calibration import MeasuredRun
 from servetune.sim.deployment import SimDeployment
@@ -66,18 +69,20 @@ def to_record(row: dict[str, Any]) -> RequestRecord:
 def measured_records(
     rows: list[dict[str, Any]], one_chunk_per_token: bool = True
 ) -> tuple[tuple[RequestRecord, ...], frozenset[int]]:
-    """The successful measured requests in send order, and the positions of those whose first-chunk time cannot
-    be trusted.
+    """The successful requests in send order (warm-ups included, marked by phase), and the positions among the
+    measured ones of those whose first-chunk time cannot be trusted.
 
     With `one_chunk_per_token` (vLLM streams one chunk per token unless it speculates), a record with fewer
     chunks than output tokens lost some of them on the client, so its TTFT/TPOT are left out (its load is kept):
     the device campaign's first client skipped chunks whose text was empty (random weights emit ids the
-    tokenizer cannot decode), see benchmarks/device/README.md.
+    tokenizer cannot decode), see benchmarks/device/README.md. Without it (a client that counts every chunk, but
+    a server that sends the last token's empty text with the closing chunk, benchmarks/device_campaign) only
+    records without any chunk are left out.
     """
     records = []
     for row in rows:
         r = to_record(row)
-        if r.phase != "measure" or not r.ok:
+        if r.phase == "cooldown" or not r.ok:
             continue
         if not r.done_ns or not (r.prompt_tokens or r.prompt_tokens_expected):
             raise ServetuneError(
@@ -86,9 +91,10 @@ def measured_records(
             )
         records.append(r)
     records.sort(key=lambda r: r.sent_ns)
+    measured = [r for r in records if r.phase == "measure"]
     untimed = frozenset(
         i
-        for i, r in enumerate(records)
+        for i, r in enumerate(measured)
         if not r.chunk_ns or (one_chunk_per_token and len(r.chunk_ns) < r.output_tokens)
     )
     return tuple(records), untimed
@@ -104,41 +110,96 @@ def read_flags(directory: Path) -> list[str]:
 
 
 def point_files(directory: Path) -> list[Path]:
+    """A result directory's per-request files, in the order they ran (their first send)."""
     files = sorted(p for p in directory.glob("*.jsonl"))
     if not files:
         raise ServetuneError(f"no per-request results (*.jsonl) in {directory}", "point at a result directory")
-    return files
+    return sorted(files, key=_first_send)
 
 
-def measured_run(path: Path, deployment: SimDeployment, name: str | None = None) -> MeasuredRun:
-    """One load point's measured run (closed loop at the run's concurrency)."""
+def measured_run(
+    path: Path,
+    deployment: SimDeployment,
+    name: str | None = None,
+    *,
+    launch: str = "",
+    one_chunk_per_token: bool | None = None,
+) -> MeasuredRun:
+    """One load point's measured run: its records, and the load shape and workload it was offered (from the side
+    file: `<point>.json` as `servetune bench --json` writes it, or the campaign's `<point>.summary.json`; without
+    one, a closed loop at the records' `concurrency`)."""
     rows = read_rows(path)
-    records, untimed = measured_records(rows, one_chunk_per_token=not deployment.limits.num_speculative_tokens)
-    if len(untimed) == len(records):
+    per_token = not deployment.limits.num_speculative_tokens if one_chunk_per_token is None else one_chunk_per_token
+    records, untimed = measured_records(rows, one_chunk_per_token=per_token)
+    measured = [r for r in records if r.phase == "measure"]
+    if len(untimed) == len(measured):
         raise ServetuneError(f"{path} has no successful request with a complete stream", "re-run the load point")
-    return MeasuredRun(name or path.stem, _concurrency(rows, path), records, deployment, untimed)
+    side = _side(path)
+    found = side.get("workload")
+    workload: dict[str, Any] = found if isinstance(found, dict) else {}
+    prefixes = {
+        str(c["name"]): (int(c.get("shared_prefix_tokens") or 0), int(c.get("prefix_groups") or 1))
+        for c in workload.get("classes") or []
+        if isinstance(c, dict) and c.get("name")
+    }
+    seed = workload.get("seed") if workload.get("source") is None and isinstance(workload.get("seed"), int) else None
+    return MeasuredRun(
+        name or path.stem,
+        _shape(rows, side, path, len(measured)),
+        records,
+        deployment,
+        untimed,
+        launch=launch,
+        seed=seed,
+        prefixes=prefixes,
+    )
 
 
-def _concurrency(rows: list[dict[str, Any]], path: Path) -> int:
-    """The closed-loop concurrency of a run: in its records, or in the summary written beside them."""
-    found: Any = next((r["concurrency"] for r in rows if r.get("concurrency")), None)
+def _first_send(path: Path) -> int:
+    """The first send time in a result file (the client's monotonic clock: comparable within one launch)."""
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("sent_ns"), int):
+            return int(row["sent_ns"])
+    return 0
+
+
+def _side(path: Path) -> dict[str, Any]:
+    """The summary written beside a result file (`<point>.summary.json` or `<point>.json`), or {}."""
     for side in (path.with_name(path.stem + ".summary.json"), path.with_suffix(".json")):
-        if found is not None or not side.is_file():
+        if not side.is_file():
             continue
         try:
             data = json.loads(side.read_text())
         except (OSError, ValueError):
             raise ServetuneError(f"{side} is not JSON", "give the summary that bench --json wrote") from None
-        shape = data.get("shape") if isinstance(data, dict) else None
-        if isinstance(shape, dict) and shape.get("kind") == "rate":
-            raise ServetuneError(
-                f"{side}: the run was open loop (rate {shape.get('rate')}/s)",
-                "calibrate on closed-loop runs (bench --concurrency N)",
-            )
-        found = data.get("concurrency") or (shape or {}).get("concurrency") if isinstance(data, dict) else None
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
+def _shape(rows: list[dict[str, Any]], side: dict[str, Any], path: Path, measured: int) -> LoadShape:
+    """The load shape of a run: the side file's (closed or open loop, with its warm-up and seed), else a closed
+    loop at the records' `concurrency` field or the side file's `concurrency`."""
+    shape = side.get("shape")
+    if isinstance(shape, dict) and shape.get("kind") in ("concurrency", "rate"):
+        data = dict(shape)
+        if data["kind"] == "rate" and data.get("rate") is None:
+            data["rate"] = math.inf  # all at once, as LoadResult JSON writes infinity
+        data.setdefault("requests", measured)
+        try:
+            return LoadShape.model_validate(data)
+        except (ValidationError, ServetuneError) as err:
+            raise ServetuneError(f"{path}: the side file's load shape is not one: {err}", _FIX) from None
+    found: Any = next((r["concurrency"] for r in rows if r.get("concurrency")), None) or side.get("concurrency")
     if not isinstance(found, int) or isinstance(found, bool) or found < 1:
         raise ServetuneError(
-            f"{path}: no closed-loop concurrency in the records, {path.stem}.summary.json or {path.stem}.json",
+            f"{path}: no load shape in {path.stem}.summary.json or {path.stem}.json, and no closed-loop concurrency "
+            "in the records",
             "write bench's --json beside its --jsonl (same name), or a `concurrency` field in the records",
         )
-    return found
+    warmup = sum(1 for r in rows if r.get("warmup") or r.get("phase") == "warmup")
+    return LoadShape.closed(found, requests=measured, warmup_requests=warmup)

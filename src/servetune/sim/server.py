@@ -53,6 +53,7 @@ class SimServer:
         self.live: dict[str, _Live] = {}
         self._reqs: dict[str, SimRequest] = {}
         self._wake = asyncio.Event()
+        self._api = asyncio.Lock()
 
     @property
     def name(self) -> str:
@@ -206,7 +207,8 @@ class SimServer:
         overhead = self.dep.timing.coef.request_overhead_s / self.dep.args.time_scale
         try:
             if overhead:
-                await asyncio.sleep(overhead)
+                async with self._api:  # the API server parses and tokenizes one request at a time
+                    await asyncio.sleep(overhead)
             req = SimRequest(rid, len(ids), max_tokens, block_hashes(ids, self.dep.limits.block_size))
             self._reqs[rid] = req
             self.engine.submit(req)

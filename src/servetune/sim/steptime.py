@@ -1,12 +1,20 @@
-"""How long one engine step takes: the planner's roofline applied to the step the scheduler planned.
+"""How long one engine step takes: GPU time from the planner's roofline, CPU time from a launch model.
 
-`servetune.plan.roofline.step_time` prices a step from the bytes it reads (weights once, every context
-token's KV, each sequence's recurrent state) and the FLOPs it does (2 per active parameter per token plus
-the attention term), at the efficiencies of `plan.roofline.Efficiency`, plus TP all-reduces and a fixed
-per-step overhead. The simulator adds two costs the roofline does not see: a per-sequence cost per step
-(sampling, bookkeeping, input preparation grow with the batch) and a per-request cost in the API server
-(parsing, tokenization, detokenization) that delays the first token. `servetune calibrate` fits all of
-them on measured runs (see `calibration.py`); the defaults are the planner's planning values.
+A vLLM step has two parts that run on different devices. On the GPU, `servetune.plan.roofline.step_time` prices
+what the step computes from the bytes it reads (weights once, every context token's KV, each sequence's
+recurrent state) and the FLOPs it does, at the efficiencies of `plan.roofline.Efficiency`, plus TP all-reduces,
+a fixed per-step overhead and a per-sequence cost (sampling grows with the batch). On the CPU, the engine
+schedules the step, prepares its inputs and launches its kernels: a decode-only step replays one CUDA graph
+(`cpu_step_s`), a step with prompt tokens runs piecewise graphs with the attention (and Gated-DeltaNet) ops
+launched eagerly in between, which costs `cpu_prefill_step_s` more. On an H200 with vLLM 0.24.0 that launch is
+the largest cost of a short prefill on the hybrid and hybrid-MoE shapes (~80-170 ms against ~15 ms of GPU work
+for 512 tokens; benchmarks/device_campaign/FIDELITY.md), which is why a step that mixes one short prompt into a
+batch of decodes is several times a decode step. How the two overlap is the engine's business (`engine.py`:
+with async scheduling the CPU prepares step k+1 while the GPU runs step k).
+
+The API server adds `request_overhead_s` per request before the engine sees it (parsing, tokenization), one
+request at a time (`virtual.py`, `server.py`). `servetune calibrate` fits every coefficient on measured runs
+(`calibration.py`); the defaults are planning values.
 """
 
 from __future__ import annotations
@@ -26,19 +34,49 @@ class StepCoefficients(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     efficiency: Efficiency = Field(default_factory=Efficiency, description="The planner's roofline fractions.")
-    per_seq_overhead_s: float = Field(2e-5, ge=0, description="Cost per scheduled sequence per step.")
+    per_seq_overhead_s: float = Field(2e-5, ge=0, description="GPU cost per scheduled sequence per step.")
     request_overhead_s: float = Field(0.003, ge=0, description="API-server time per request, before scheduling.")
+    cpu_step_s: float = Field(0.001, ge=0, description="CPU time to schedule, prepare and launch a step.")
+    cpu_prefill_step_s: float | None = Field(
+        None,
+        ge=0,
+        description="Extra CPU time of a step with prompt tokens (eager ops between graph pieces); None: from the "
+        "model's layers (`prefill_launch_s`).",
+    )
+
+
+PREFILL_LAUNCH_ATTENTION_LAYER_S = 5e-4
+PREFILL_LAUNCH_LINEAR_LAYER_S = 4e-3
+"""The default launch cost of a step with prompt tokens, per full-attention and per Gated-DeltaNet layer: fitted on
+an H200 with vLLM 0.24.0 (benchmarks/device_campaign/FIDELITY.md): ~23 and ~30 ms for the MoE and dense shapes
+(48 and 64 attention layers), ~150-170 ms for the hybrid and hybrid-MoE ones (48 and 30 GDN layers: 3-5.5 ms
+each, this default takes 4). A planning value; a calibration profile replaces it."""
+
+
+def prefill_launch_s(costs: ModelCosts) -> float:
+    """The model-derived default of `cpu_prefill_step_s` (see the constants above)."""
+    attention = costs.num_layers - costs.num_linear_layers
+    return attention * PREFILL_LAUNCH_ATTENTION_LAYER_S + costs.num_linear_layers * PREFILL_LAUNCH_LINEAR_LAYER_S
 
 
 @dataclass(frozen=True)
 class StepTimeModel:
-    """Prices a `StepPlan` in seconds."""
+    """Prices a `StepPlan` in seconds: its GPU time and its CPU (launch) time. Build it with `of` (which fills in
+    the model-derived defaults, so `coef` holds every value it prices with)."""
 
     costs: ModelCosts
     gpu: GPUSpec
     coef: StepCoefficients
 
-    def step_time(self, plan: StepPlan) -> float:
+    @classmethod
+    def of(cls, costs: ModelCosts, gpu: GPUSpec, coef: StepCoefficients | None = None) -> StepTimeModel:
+        coef = coef or StepCoefficients()
+        if coef.cpu_prefill_step_s is None:
+            coef = coef.model_copy(update={"cpu_prefill_step_s": prefill_launch_s(costs)})
+        return cls(costs, gpu, coef)
+
+    def gpu_time(self, plan: StepPlan) -> float:
+        """Seconds the GPU works on the step (roofline + per-step and per-sequence overheads)."""
         t = step_time(
             self.costs,
             self.gpu,
@@ -50,8 +88,12 @@ class StepTimeModel:
         )
         return t.seconds + self.coef.per_seq_overhead_s * len(plan.scheduled)
 
-    def decode_step_times(self, seqs: int, context: int, steps: int) -> list[float]:
-        """Times of `steps` consecutive decode-only steps of `seqs` sequences (no speculation), the first
+    def cpu_time(self, plan: StepPlan) -> float:
+        """Seconds the engine's CPU spends scheduling, preparing and launching the step."""
+        return self.coef.cpu_step_s + ((self.coef.cpu_prefill_step_s or 0.0) if plan.prefill_chunks else 0.0)
+
+    def decode_gpu_times(self, seqs: int, context: int, steps: int) -> list[float]:
+        """GPU times of `steps` consecutive decode-only steps of `seqs` sequences (no speculation), the first
         holding `context` tokens in total, each next one `seqs` more.
 
         The roofline's memory and compute times are both linear in the context, so two evaluations give

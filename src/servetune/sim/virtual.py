@@ -6,8 +6,9 @@ counters), its `/metrics` figures and its clock carry over from one run to the n
 by the same rule (`load.shape.Phaser`): a closed loop of `concurrency` conversations (each worker starts the
 next one when its conversation ends), or open-loop arrivals at the live runner's times (`LoadShape.arrivals`),
 at most `max_concurrency` in flight; a conversation's turns follow each other's answers. A request reaches the
-scheduler `request_overhead_s` after it is sent (the API server parses and tokenizes it), its tokens reach the
-client at the end of the step that produced them. The client's first-token and whole-request timeouts apply
+scheduler once the API server has parsed and tokenized it (`request_overhead_s`, one request at a time), its tokens
+reach the client when the engine delivers them (`engine.py`: with async scheduling, after the next step is
+launched). The client's first-token and whole-request timeouts apply
 (the inter-token one does not: it would cost a deadline per token, and a simulated step never stalls for two
 minutes). As in the live runner, the warm-up and cool-down conversations still in flight when the last measured
 one ends are dropped unrecorded (and aborted in the engine).
@@ -24,7 +25,7 @@ import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,10 +33,11 @@ import numpy as np
 from servetune.errors import ServetuneError
 from servetune.load.shape import LoadShape, Phaser
 from servetune.metrics.record import ErrorClass, Phase, RequestRecord
-from servetune.sim.engine import SimEngine
+from servetune.sim.engine import SimEngine, StepOutcome
 from servetune.sim.kvcache import block_hashes
 from servetune.sim.metrics import ServerStats
 from servetune.sim.scheduler import SimRequest
+from servetune.sim.steptime import StepTimeModel
 
 if TYPE_CHECKING:
     from servetune.sim.deployment import SimDeployment
@@ -104,17 +106,43 @@ class VirtualServer:
     """A simulated vLLM on a virtual clock (see the module docstring)."""
 
     def __init__(self, deployment: SimDeployment, coefficients: StepCoefficients | None = None) -> None:
-        timing = deployment.timing if coefficients is None else replace(deployment.timing, coef=coefficients)
+        timing = deployment.timing
+        if coefficients is not None:
+            timing = StepTimeModel.of(timing.costs, timing.gpu, coefficients)
         self.deployment = deployment
         self.engine = SimEngine(deployment.limits, timing)
         self.stats = ServerStats()
         self.clock = 0.0
         """Simulated seconds since the server started."""
         self.ids = itertools.count()
+        self._api_free = 0.0
+        self._overhead = timing.coef.request_overhead_s
 
-    def run(self, source: ConversationSource, shape: LoadShape, *, stream: bool = True) -> list[RequestRecord]:
-        """Every request of one load shape (warm-up and cool-down included, marked by phase), in send order."""
-        return _Run(self, source, shape, stream).execute()
+    def parsed(self, sent: float) -> float:
+        """When the API server has parsed and tokenized a request sent at `sent`: it takes one request at a time,
+        `request_overhead_s` each, so a burst reaches the engine spread out."""
+        self._api_free = max(self._api_free, sent) + self._overhead
+        return self._api_free
+
+    def run(
+        self, source: ConversationSource, shape: LoadShape, *, stream: bool = True, trace: RunTrace | None = None
+    ) -> list[RequestRecord]:
+        """Every request of one load shape (warm-up and cool-down included, marked by phase), in send order;
+        `trace` records where each request's time went (`servetune estimate --explain`)."""
+        return _Run(self, source, shape, stream, trace).execute()
+
+
+@dataclass
+class RunTrace:
+    """What a run did step by step, for explaining a request's TTFT (`sim/explain.py`): each request's
+    (conversation index, turn) and the moment the engine got it, and every planned step that carried prompt
+    tokens: when it was planned, how long until the next planning, how many requests it also decoded, and whose
+    prompt chunks it carried (request id -> tokens)."""
+
+    requests: dict[str, tuple[int, int]] = field(default_factory=dict)
+    arrived: dict[str, float] = field(default_factory=dict)
+    steps: list[tuple[float, float, int, dict[str, int]]] = field(default_factory=list)
+    """(planned at, seconds to the next planning, decodes in it, prompt tokens per request id)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -155,8 +183,16 @@ class _Run:
     """One `VirtualServer.run`: client events on a heap (arrivals at the scheduler, open-loop dispatches, timeout
     deadlines), the engine stepped in between."""
 
-    def __init__(self, server: VirtualServer, source: ConversationSource, shape: LoadShape, stream: bool) -> None:
+    def __init__(
+        self,
+        server: VirtualServer,
+        source: ConversationSource,
+        shape: LoadShape,
+        stream: bool,
+        trace: RunTrace | None = None,
+    ) -> None:
         self.server = server
+        self.trace = trace
         self.engine = server.engine
         self.deployment = server.deployment
         self.source = source
@@ -164,7 +200,6 @@ class _Run:
         self.stream = stream
         self.phaser = Phaser(shape)
         self.t0 = self.clock = server.clock
-        self.overhead = self.engine.timing.coef.request_overhead_s
         self.first_s = shape.timeouts.first_token_s
         self.whole_s = shape.timeouts.request_s
         self.events: list[tuple[float, int, int, Any]] = []
@@ -226,6 +261,8 @@ class _Run:
             t, _, kind, item = heapq.heappop(events)
             if kind == _ARRIVE:
                 self._arrive(item)
+                if self.trace is not None:
+                    self.trace.arrived[item] = t
             elif kind == _DISPATCH:
                 self._dispatch(item, t)
             elif kind == _REJECT:
@@ -242,27 +279,18 @@ class _Run:
         return events[0][0] if events else math.inf
 
     def _fast_forward(self, steps: int) -> bool:
-        """Applies up to `steps` quiet decode steps in one go, none starting at or after the next client event
+        """Applies up to `steps` quiet decode steps in one go, none planned at or after the next client event
         (which the scheduler must see first); False when none fits."""
-        horizon = self._horizon()
-        running = self.engine.scheduler.running
-        context = sum(r.num_computed_tokens for r in running)
-        times: list[float] = []
-        t = self.clock
-        for duration in self.engine.timing.decode_step_times(len(running), context, steps):
-            if t >= horizon:
-                break
-            t += duration
-            times.append(t)
+        running = list(self.engine.scheduler.running)
+        start = self.clock
+        times = self.engine.fast_forward(steps, self._horizon() - start)
         if not times:
             return False
-        self.engine.scheduler.advance_decode(len(times))
-        self.engine.num_steps += len(times)
         for req in running:
             flight = self.flights[req.request_id]
-            flight.chunks.extend(times)
+            flight.chunks.extend(start + t for t in times)
             flight.tokens += len(times)
-        self.clock = t
+        self.clock = start + times[-1]
         return True
 
     def _step(self) -> None:
@@ -275,7 +303,7 @@ class _Run:
             flight = self.flights.pop(head.request_id)
             self._failed(flight, start, ErrorClass.ERROR_EVENT, err.problem)
             return
-        if outcome.plan.empty:
+        if outcome.plan.empty and not outcome.events:
             self.empty_steps += 1
             if self.empty_steps > MAX_EMPTY_STEPS:
                 raise RuntimeError("virtual run: the engine schedules nothing but has work")
@@ -292,6 +320,8 @@ class _Run:
                 break
             joined.first_scheduled = start
         end = start + outcome.duration
+        if self.trace is not None:
+            self._trace(start, outcome)
         self._due(end, inclusive=False)  # what the client does during the step happens before its tokens arrive
         self.clock = end
         for req, num_tokens, reason in outcome.events:
@@ -302,6 +332,14 @@ class _Run:
             got.tokens += num_tokens
             if reason:
                 self._finished(got, end, reason)
+
+    def _trace(self, start: float, outcome: StepOutcome) -> None:
+        """Records a planned step (see `RunTrace`)."""
+        assert self.trace is not None
+        plan = outcome.plan
+        chunks = {s.request.request_id: s.num_new_tokens for s in plan.scheduled if s.prefill}
+        if chunks:
+            self.trace.steps.append((start, outcome.duration, plan.num_decode, chunks))
 
     # ------------------------------------------------------------------ the client
     def _worker_next(self, t: float) -> bool:
@@ -346,14 +384,16 @@ class _Run:
         turn = owner.conv.turns[k]
         budget, problem = self.deployment.check_request(turn.prompt_tokens, turn.max_tokens)
         flight = _Flight(str(next(self.server.ids)), owner, k, scheduled, dispatched, t, budget)
+        if self.trace is not None:
+            self.trace.requests[flight.rid] = (owner.conv.index, k)
         if problem is not None:
             self.rejections += 1
             if self.rejections > MAX_INSTANT_REJECTIONS:
                 raise ServetuneError(f"every request is rejected by the simulated server: {problem}", _REJECT_FIX)
-            self._push(t + self.overhead, _REJECT, (flight, problem))  # the API server answers after parsing it
+            self._push(self.server.parsed(t), _REJECT, (flight, problem))  # the API server answers after parsing it
             return
         self.flights[flight.rid] = flight
-        self._push(t + self.overhead, _ARRIVE, flight.rid)
+        self._push(self.server.parsed(t), _ARRIVE, flight.rid)
         if math.isfinite(self.first_s):
             self._push(t + self.first_s, _FIRST_DEADLINE, flight.rid)
         if math.isfinite(self.whole_s):

@@ -223,6 +223,18 @@ def _client_issues(exp: Experiment) -> Iterator[Issue]:
         )
 
 
+def _profile_device(path: str | None) -> str | None:
+    """The device a calibration profile was fitted on (None when there is no readable profile or it names none)."""
+    if path is None:
+        return None
+    from servetune.sim.profile import CalibrationProfile
+
+    try:
+        return CalibrationProfile.load(path).device
+    except ServetuneError:
+        return None
+
+
 def _estimate_issues(exp: Experiment) -> Iterator[Issue]:
     """`estimate:` needs an objective the simulator predicts, a GPU to simulate and a readable profile."""
     spec = exp.estimate
@@ -240,8 +252,16 @@ def _estimate_issues(exp: Experiment) -> Iterator[Issue]:
             f"the simulator cannot predict the objective {objective.label}",
             f"use mode: off, or an objective of a probe it runs ({choices})",
         )
-    if exp.hardware.gpu is None and not (exp.engine.engine == "sim" and exp.engine.flags.get("gpu")):
-        yield Issue(("estimate", "mode"), "estimates need the GPU to simulate", "set hardware.gpu (e.g. H200)")
+    if (
+        exp.hardware.gpu is None
+        and not (exp.engine.engine == "sim" and exp.engine.flags.get("gpu"))
+        and not _profile_device(spec.calibration)
+    ):
+        yield Issue(
+            ("estimate", "mode"),
+            "estimates need the GPU to simulate",
+            "set hardware.gpu (e.g. H200), or calibrate on the CPU engine with `servetune calibrate --gpu custom:...`",
+        )
     if all(stage.search is not None for stage in exp.variants.as_stages()):
         yield Issue(
             ("estimate", "mode"),

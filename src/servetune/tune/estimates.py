@@ -120,11 +120,12 @@ def predictor(exp: Experiment) -> Predictor:
     params = exp.suite.probes.params(objective.probe) or spec.params()
 
     def predict(config: EngineConfig) -> Prediction:
-        gpu = exp.hardware.gpu_arg()
+        # no GPU named (a CPU engine): the device the calibration was fitted on, when it says
+        gpu = exp.hardware.gpu_arg() or (calibration.device if calibration else None)
         if config.engine not in {"vllm", "sim"}:
             return Prediction({}, None, f"the simulator models vLLM only (engine {config.engine})")
         if config.engine == "vllm" and gpu is None:
-            return Prediction({}, None, "no GPU named (hardware.gpu)")
+            return Prediction({}, None, "no GPU named (hardware.gpu, or a calibration profile's device)")
         from servetune.sim.backend import SimBackend
         from servetune.sim.deployment import deployment_for_config
 

@@ -153,11 +153,16 @@ class LaunchSession:
 
     def _backend(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any]) -> LiveBackend:
         client = variant.client
+        updates: dict[str, Any] = {}
         tokenizer = resolve_tokenizer(client.tokenizer)
+        if tokenizer != client.tokenizer:
+            updates["tokenizer"] = tokenizer
+        if client.api_key is None and variant.config.api_key:  # the engine demands its key: the load sends it
+            updates["api_key"] = variant.config.api_key
         return LiveBackend(
             engine.base_url,
             engine.model_name,
-            client=client.model_copy(update={"tokenizer": tokenizer}) if tokenizer != client.tokenizer else client,
+            client=client.model_copy(update=updates) if updates else client,
             sampling=self.exp.sampling_presets.get(client.sampling or "", {}),
             engine=variant.config.engine,
             max_model_len=facts.get("max_model_len") or facts.get("n_ctx_per_slot"),
