@@ -49,6 +49,8 @@ class RayCluster:
     resource: str = "fake_gpu"
     per_node: int = 1
     cpus: int = 1
+    head_extra: dict[str, float] = field(default_factory=dict)
+    """More resources on the head only (the benchmark's `one_slot`: a run that fits one launch at a time)."""
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="st-ray-")))
     nodes: list[Node] = field(default_factory=list)
     address: str = ""
@@ -71,9 +73,10 @@ class RayCluster:
 
     def _start(self, index: int, head: bool) -> Node:
         address = f"127.0.0.{index + 2}"
+        resources = {self.resource: self.per_node, **(self.head_extra if head else {})}
         argv = [
             str(RAY), "start", "--block", "--node-ip-address", address, "--num-cpus", str(self.cpus),
-            "--resources", json.dumps({self.resource: self.per_node}), "--object-store-memory", "100000000",
+            "--resources", json.dumps(resources), "--object-store-memory", "100000000",
             "--temp-dir", str(self.root / f"n{index}"), "--dashboard-agent-listen-port", str(free_port()),
         ]  # fmt: skip
         if head:

@@ -1,6 +1,6 @@
 """A real local Ray cluster (head + one worker node on loopback, `fake_gpu: 1` each) shared by the tests here.
 
-Every test in this folder is marked `ray` (and `engine` where it launches llama.cpp): Ray comes with the `ray`
+Every test in this folder is marked `ray` and `engine` (slow, run by CI; `-m "not engine"` skips them): Ray comes with the `ray`
 extra (`pip install servetune[ray]`); without it the tests skip locally and fail in CI.
 """
 
@@ -18,6 +18,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "scaleout" in item.nodeid:
             item.add_marker(pytest.mark.ray)
+            item.add_marker(pytest.mark.engine)  # slow like the engine tests: CI runs them, `-m "not engine"` skips
 
 
 @pytest.fixture(scope="session")

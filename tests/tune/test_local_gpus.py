@@ -130,11 +130,16 @@ def _cache(monkeypatch: pytest.MonkeyPatch, tiny_model: object) -> None:
     monkeypatch.setenv("SERVETUNE_CACHE", os.environ.get("SERVETUNE_CACHE", str(REPO / ".servetune-cache")))
 
 
-def _no_child_left() -> None:
+def _children() -> set[psutil.Process]:
+    return set(psutil.Process().children(recursive=True))
+
+
+def _no_child_left(before: set[psutil.Process]) -> None:
+    """None of the processes this test started is left (the session's engine fixtures are not the test's)."""
     deadline = time.monotonic() + 10
-    while psutil.Process().children(recursive=True) and time.monotonic() < deadline:
+    while _children() - before and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not psutil.Process().children(recursive=True)
+    assert not _children() - before
 
 
 @pytest.mark.engine
@@ -142,6 +147,7 @@ def _no_child_left() -> None:
 def test_launch_groups_run_side_by_side_each_on_its_gpus(tmp_path: Path) -> None:
     changes = "      one-slot: {parallel: 1}\n      three-slots: {parallel: 3}"
     exp = parse_experiment(LLAMA.replace("OUTPUT", "64").replace("CHANGES", changes))
+    before = _children()
     lines: list[str] = []
     outcome = run_experiment(exp, tmp_path, emit=lines.append)
     assert all(r.status == "done" and len(r.runs) == 4 for r in outcome.records)
@@ -151,7 +157,7 @@ def test_launch_groups_run_side_by_side_each_on_its_gpus(tmp_path: Path) -> None
     first_done = next(i for i, line in enumerate(lines) if line.startswith("done "))
     assert sum(i < first_done for i in launching) == 2, "two launches ran at once, no more"
     assert outcome.launches == 4 and len(list((tmp_path / "logs").glob("*/llamacpp-*.log"))) == 4
-    _no_child_left()
+    _no_child_left(before)
 
 
 def _stored(db: Path) -> int:
@@ -166,6 +172,7 @@ def _stored(db: Path) -> int:
 @pytest.mark.usefixtures("_cache")
 def test_a_slot_killed_mid_trial_fails_its_run_and_it_is_retried_on_the_other_gpu(tmp_path: Path) -> None:
     exp = parse_experiment(LLAMA.replace("OUTPUT", "2048").replace("CHANGES", ""))
+    before = _children()
     killed: list[int] = []
 
     def kill_a_slot() -> None:  # once the slots have stored 3 runs: mid-way through a decode_speed
@@ -187,10 +194,10 @@ def test_a_slot_killed_mid_trial_fails_its_run_and_it_is_retried_on_the_other_gp
     attempt = lost[0].lost[0]
     assert attempt.failure.klass == "task_lost" and f"pid {killed[0]}" in attempt.failure.excerpt
     assert "killed by signal 9" in attempt.failure.excerpt and attempt.failure.during.startswith(("short", "decode"))
-    before = attempt.ran_on.split("CUDA_VISIBLE_DEVICES=")[1].split(";")[0]
-    after = (lost[0].ran_on or "").split("CUDA_VISIBLE_DEVICES=")[1].split(";")[0]
-    assert before != after, "retried on the other GPU"
+    first_gpu = attempt.ran_on.split("CUDA_VISIBLE_DEVICES=")[1].split(";")[0]
+    retry_gpu = (lost[0].ran_on or "").split("CUDA_VISIBLE_DEVICES=")[1].split(";")[0]
+    assert first_gpu != retry_gpu, "retried on the other GPU"
     assert any(line.startswith(f"LOST {lost[0].variant.name}") for line in lines)
     engine = int(attempt.ran_on.rsplit("engine pid ", 1)[1])
     assert not psutil.pid_exists(engine) or psutil.Process(engine).status() == psutil.STATUS_ZOMBIE
-    _no_child_left()
+    _no_child_left(before)

@@ -116,8 +116,8 @@ class Fanout:
                 "lower its parallel sizes, or run where a launch of that size fits (more GPUs, another executor)",
             )
         self._last_need = need
-        self._queued.append(Job(next(self._tickets), list(group), list(group), need))
-        self._start_queued()
+        self._queued.append(Job(next(self._tickets), list(group), list(group), need))  # started by `wait`: a
+        # batch's groups are all checked (a too-wide one is an error) before any of them launches
 
     def wait(self) -> list[Variant] | None:
         while self._queued or self._running:
