@@ -7,8 +7,8 @@ script run, on one slot and on two:
   included), then for `fake_gpu` (two launches at once, one per node);
 - `local-gpus` with fake GPU ids: `--gpus 0` (one slot process) and `--gpus 0,1` (two side by side).
 
-    python benchmarks/scaleout/run.py                 # ~10 min on 2 cores (run it under flock on a shared machine)
-    python benchmarks/scaleout/run.py --output-tokens 256 --repeats 2
+    python benchmarks/scaleout/run.py                 # ~5 min on 2 cores (run it under flock on a shared machine)
+    python benchmarks/scaleout/run.py --output-tokens 512 --repeats 2   # shorter runs: fixed costs weigh more
 
 Every run is `servetune tune` as a user runs it (a subprocess, its own wall clock from start to exit, reports
 written); the cluster is started once before the timed runs (an existing cluster, as the docs describe) and stopped
@@ -40,7 +40,7 @@ name: scaleout-bench
 engine:
   engine: llamacpp
   model: tiny
-  flags: {{ctx-size: 4096, parallel: 2, threads: 1}}
+  flags: {{ctx-size: 16384, parallel: 2, threads: 1}}
 client: {{endpoint: completions, tokenizer: tiny}}
 suite:
   repeats: {repeats}
@@ -60,12 +60,25 @@ variants:
 
 
 def _shape(value: object) -> object:
-    """The keys of a JSON document, recursively (lists by their first item): its schema, without the values."""
+    """The keys of a JSON document, recursively (a list by the union of its items' keys): its schema, without the
+    values (which variant comes first, or which flags it changes, is not the schema)."""
     if isinstance(value, dict):
         return {k: _shape(v) for k, v in sorted(value.items())}
     if isinstance(value, list):
-        return [_shape(value[0])] if value else []
+        return [_merge([_shape(item) for item in value])] if value else []
     return None
+
+
+def _merge(shapes: list[object]) -> object:
+    lists = [s for s in shapes if isinstance(s, list)]
+    if lists:
+        items = [item for s in lists for item in s]
+        return [_merge(items)] if items else []
+    dicts = [s for s in shapes if isinstance(s, dict)]
+    if not dicts:
+        return None
+    keys = sorted({k for d in dicts for k in d})
+    return {k: _merge([d[k] for d in dicts if k in d]) for k in keys}
 
 
 def tune(exp: Path, out: Path, env: dict[str, str], *options: str) -> dict[str, Any]:
@@ -81,6 +94,7 @@ def tune(exp: Path, out: Path, env: dict[str, str], *options: str) -> dict[str, 
         "options": " ".join(options),
         "wall_s": round(wall, 1),
         "ranking": [v["name"] for v in ranked],
+        "tied_with_winner": sorted(v["name"] for v in ranked if v["rank"] == 1 or v["tie_with_winner"]),
         "decode_tok_s": {v["name"]: round(_objective(v), 1) for v in ranked},
         "engine_s": round(sum(v["wall_s"] or 0.0 for v in results["variants"]), 1),
         "ran_on": sorted({(v["ran_on"] or "").split("; engine pid")[0] for v in results["variants"]}),
@@ -96,8 +110,8 @@ def _objective(variant: dict[str, Any]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output-tokens", type=int, default=512, help="decode_speed's answer length")
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--output-tokens", type=int, default=2048, help="decode_speed's answer length")
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--work", type=Path, default=None, help="where the runs go (default: a temporary folder)")
     args = parser.parse_args()
 
@@ -107,6 +121,7 @@ def main() -> None:
 
     tiny_model()  # built once before any timed run
     work = args.work or Path(tempfile.mkdtemp(prefix="st-scaleout-"))
+    work.mkdir(parents=True, exist_ok=True)
     exp = work / "scaleout.yaml"
     exp.write_text(EXPERIMENT.format(repeats=args.repeats, tokens=args.output_tokens))
     rows: dict[str, dict[str, Any]] = {}
@@ -126,15 +141,15 @@ def main() -> None:
             rows[name] = tune(exp, work / f"run{i}", env, *options)
             print(f"{name}: {rows[name]['wall_s']} s, ranking {rows[name]['ranking']}", flush=True)
     base = rows["local (1 slot)"]
+    shapes = {name: row.pop("shape") for name, row in rows.items()}
     for name, row in rows.items():
         one = rows[name.replace("2 slots", "1 slot")] if "2 slots" in name else row
         row["vs_1_slot"] = round(row["wall_s"] / one["wall_s"], 3)
         row["vs_local"] = round(row["wall_s"] / base["wall_s"], 3)
         row["same_ranking_as_local"] = row["ranking"] == base["ranking"]
         row["same_winner_as_local"] = row["ranking"][:1] == base["ranking"][:1]
-        row["same_schema_as_local"] = row.pop("shape") == base["shape"]
-    for row in rows.values():
-        row.pop("shape", None)
+        row["same_ties_as_local"] = row["tied_with_winner"] == base["tied_with_winner"]
+        row["same_schema_as_local"] = shapes[name] == shapes["local (1 slot)"]
     out = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "load_average_before": os.getloadavg(),
@@ -143,12 +158,15 @@ def main() -> None:
         "runs": rows,
     }
     (HERE / "results.json").write_text(json.dumps(out, indent=2) + "\n")
-    print("\n| run | wall s | vs its 1 slot | vs local | winner | ranking = local's | schema = local's |")
-    print("|---|---:|---:|---:|---|---|---|")
+    head = "| run | wall s | vs its 1 slot | vs local | ranking | tied with the winner | = local's | schema = local's |"
+    print("\n" + head)
+    print("|---|---:|---:|---:|---|---|---|---|")
     for name, row in rows.items():
         print(
-            f"| {name} | {row['wall_s']} | {row['vs_1_slot']:.2f} | {row['vs_local']:.2f} | {row['ranking'][0]} | "
-            f"{'yes' if row['same_ranking_as_local'] else 'no'} | {'yes' if row['same_schema_as_local'] else 'no'} |"
+            f"| {name} | {row['wall_s']} | {row['vs_1_slot']:.2f} | {row['vs_local']:.2f} | "
+            f"{', '.join(row['ranking'])} | "
+            f"{len(row['tied_with_winner'])} of {len(row['ranking'])} | "
+            f"{'yes' if row['same_ties_as_local'] else 'no'} | {'yes' if row['same_schema_as_local'] else 'no'} |"
         )
     print(f"\ncluster start (not timed in the runs): {cluster_s:.1f} s; results: {HERE / 'results.json'}")
 

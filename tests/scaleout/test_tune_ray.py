@@ -97,12 +97,25 @@ def _gone(pids: set[int], within_s: float = 30.0) -> set[int]:
 
 
 def _shape(value: object) -> object:
-    """The keys of a JSON document, recursively (lists by their first item): its schema, without the values."""
+    """The keys of a JSON document, recursively (a list by the union of its items' keys): its schema, without the
+    values (which variant comes first, or which flags it changes, is not the schema)."""
     if isinstance(value, dict):
         return {k: _shape(v) for k, v in sorted(value.items())}
     if isinstance(value, list):
-        return [_shape(value[0])] if value else []
+        return [_merge([_shape(item) for item in value])] if value else []
     return None
+
+
+def _merge(shapes: list[object]) -> object:
+    lists = [s for s in shapes if isinstance(s, list)]
+    if lists:
+        items = [item for s in lists for item in s]
+        return [_merge(items)] if items else []
+    dicts = [s for s in shapes if isinstance(s, dict)]
+    if not dicts:
+        return None
+    keys = sorted({k for d in dicts for k in d})
+    return {k: _merge([d[k] for d in dicts if k in d]) for k in keys}
 
 
 def test_ray_runs_the_experiment_on_both_nodes_with_the_schema_and_ranking_of_local(
