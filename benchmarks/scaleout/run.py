@@ -125,6 +125,7 @@ def main() -> None:
     exp = work / "scaleout.yaml"
     exp.write_text(EXPERIMENT.format(repeats=args.repeats, tokens=args.output_tokens))
     rows: dict[str, dict[str, Any]] = {}
+    load_at_start = os.getloadavg()
     started = time.monotonic()
     with RayCluster(workers=1, head_extra={"one_slot": 1}) as cluster:
         cluster_s = time.monotonic() - started
@@ -152,7 +153,7 @@ def main() -> None:
         row["same_schema_as_local"] = shapes[name] == shapes["local (1 slot)"]
     out = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-        "load_average_before": os.getloadavg(),
+        "load_average": {"at_start": load_at_start, "at_end": os.getloadavg()},
         "settings": {"output_tokens": args.output_tokens, "repeats": args.repeats, "variants": 4},
         "cluster_start_s": round(cluster_s, 1),
         "runs": rows,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -145,6 +146,7 @@ class RayCluster:
             time.sleep(0.2)
         for proc in self.left(started):
             proc.kill()
+        shutil.rmtree(self.root, ignore_errors=True)  # the nodes' logs and sockets (a few MB per node)
 
     def processes(self) -> list[psutil.Process]:
         """This cluster's living processes: the nodes' descendants, and any whose command line names its temp dir."""

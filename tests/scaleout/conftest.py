@@ -21,8 +21,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.engine)  # slow like the engine tests: CI runs them, `-m "not engine"` skips
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_cluster() -> Iterator[RayCluster]:
+    """One cluster for this folder's tests, stopped after its last one (the rest of the suite never sees it)."""
     if importlib.util.find_spec("ray") is None:
         if os.environ.get("CI"):
             pytest.fail("ray is not installed: scripts/setup.sh installs the ray extra")
