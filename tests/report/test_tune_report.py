@@ -19,7 +19,8 @@ from tune_synthetic import experiment, records
 
 from servetune.report.files import write_reports
 from servetune.report.tables import tradeoffs
-from servetune.report.terminal import outcome_lines
+from servetune.report.terminal import decision_lines, outcome_lines
+from servetune.tune.experiment import RankingSpec
 from servetune.tune.rank import Ranking, rank
 from servetune.tune.recommend import recommend
 from servetune.tune.result import RunResult, VariantRecord
@@ -77,6 +78,19 @@ def test_terminal_summary_fits_the_terminal(ranked: Ranking, report_dir: Path) -
         assert "decode, 1 stream, tok/s, higher is better" in text  # a header with the unit
         assert "Trade-offs" in text and "D1-same" in text
     assert not re.search(r"\d\.\de[+-]\d\d", "\n".join(outcome_lines(ranked, files, width=100)))
+
+
+def test_the_decision_is_the_winner_against_the_baseline_by_the_rankings_rule(ranked: Ranking) -> None:
+    text = " ".join(" ".join(decision_lines(ranked, 100)).split())
+    assert ranked.winner is not None and ranked.winner.record.variant.name == "A1-bf16-kv"
+    assert text.startswith("Decision: A1-bf16-kv (kv-cache-dtype=auto)") and "for the baseline A0" in text
+    d = ranked.winner.deltas[("decode_speed", "output_tok_s")]
+    assert d.significant and f"+{d.pct:.0f}% ± " in text and "outside the noise" in text and "3 and 3 repeats" in text
+    exp = experiment()
+    strict = rank(exp.model_copy(update={"ranking": RankingSpec(min_effect_pct=80.0)}), with_a_tradeoff(records()))
+    kept = " ".join(" ".join(decision_lines(strict, 100)).split())
+    assert kept.startswith("Decision: keep the baseline A0") and "a tie" in kept, kept
+    assert "Decision" in "\n".join(outcome_lines(ranked, {}, width=100)), "servetune tune prints it too"
 
 
 @pytest.mark.browser

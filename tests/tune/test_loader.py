@@ -106,9 +106,10 @@ def test_published_schema_is_current() -> None:
 
 
 def test_embedded_demo_matches_the_example() -> None:
-    from servetune.demo import example_text
+    from servetune.demo import EXAMPLE, SIM_EXAMPLE, example_text
 
-    assert example_text() == (EXAMPLES / "cpu-tiny.yaml").read_text(), "copy examples/tune/cpu-tiny.yaml to tune/data"
+    for name in (EXAMPLE, SIM_EXAMPLE):
+        assert example_text(name) == (EXAMPLES / name).read_text(), f"copy examples/tune/{name} to tune/data"
 
 
 def test_grid_client_dimension_checks_presets() -> None:

@@ -30,6 +30,7 @@ FailureClass = Literal[
     "exited_early",
     "startup_timeout",
     "died_under_load",
+    "engine_hung",
 ]
 
 

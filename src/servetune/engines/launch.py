@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from servetune.control.client import ControlClient, ControlTimeouts, normalize_base_url, run_sync
+from servetune.control.liveness import ProbeOutcome, generate_one_token
 from servetune.engines.adapter import EngineAdapter
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
@@ -72,6 +73,12 @@ class RunningEngine:
         if self.group is None:
             return run_sync(probe(ControlClient(self.base_url, timeouts=PROBE_TIMEOUTS))).health_status == 200
         return self.group.alive()
+
+    def responds(self, deadline_s: float) -> ProbeOutcome:
+        """Whether the engine generates one token within `deadline_s`: the watchdog's question after a probe's
+        requests failed. A live process is not a working engine: a frozen one (SIGSTOP, a deadlock, a wedged
+        GPU) keeps its pid and may still accept connections."""
+        return generate_one_token(self.base_url, self.model_name, deadline_s, self.cfg.api_key)
 
     def classify_death(self) -> FailureInfo | None:
         """None while alive; else why it died after being ready ("died_under_load", with the log's proof)."""

@@ -43,6 +43,14 @@ class ClientSpec(BaseModel):
         )
         return shape.model_copy(update={"timeouts": timeouts})
 
+    def control(self) -> ControlTimeouts:
+        """The control-plane calls' limits (`/metrics` around every probe, `/v1/models`, `/tokenize`): the
+        client's defaults, never longer than its request timeout (a frozen engine costs a probe the seconds the
+        experiment allowed, not the control client's own 30 s per call)."""
+        default = ControlTimeouts()
+        rt = self.request_timeout_s
+        return ControlTimeouts(connect_s=min(default.connect_s, rt), total_s=min(default.total_s, rt))
+
 
 class Backend(Protocol):
     """A server to measure, live or simulated."""
@@ -93,9 +101,9 @@ class LiveBackend:
         gpu_count: int = 0,
         control: ControlTimeouts | None = None,
     ) -> None:
-        self._control = ControlClient(base_url, api_key=(client or ClientSpec()).api_key, timeouts=control)
-        self.base_url = self._control.base_url
         self.client = client or ClientSpec()
+        self._control = ControlClient(base_url, api_key=self.client.api_key, timeouts=control or self.client.control())
+        self.base_url = self._control.base_url
         self.sampling = dict(sampling or {})
         self._model = model
         self._engine = engine

@@ -1,8 +1,7 @@
-"""Liveness: a real one-token generation with a deadline, every period, in a thread of its own.
+"""Liveness: `control.liveness.generate_one_token` every period, in a thread of its own.
 
-`/health` of a frozen engine (SIGSTOP, a deadlocked scheduler, a wedged GPU) may still be accepted by the kernel;
-only generating a token proves the engine works.  After `failures` consecutive misses the thread reports the
-engine hung (once) and ends; the supervisor restarts it.
+After `failures` consecutive misses the thread reports the engine hung (once) and ends;
+the supervisor restarts it.
 """
 
 from __future__ import annotations
@@ -11,36 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict
-
-from servetune.control.client import ControlClient, ControlError, ControlTimeouts, run_sync
-
-
-class ProbeOutcome(BaseModel):
-    """One liveness probe: passed or not, how long it took, what happened."""
-
-    model_config = ConfigDict(frozen=True)
-
-    ok: bool
-    seconds: float
-    detail: str
-
-
-def generate_one_token(base_url: str, model: str, deadline_s: float, api_key: str | None = None) -> ProbeOutcome:
-    """A one-token completion through the control-plane client; fails when no answer with a choice comes within
-    the deadline."""
-    client = ControlClient(
-        base_url, api_key=api_key, timeouts=ControlTimeouts(connect_s=deadline_s, total_s=deadline_s)
-    )
-    t0 = time.monotonic()
-    try:
-        run_sync(client.generate_one(model))
-    except ControlError as err:
-        return ProbeOutcome(ok=False, seconds=time.monotonic() - t0, detail=err.problem)
-    elapsed = time.monotonic() - t0
-    if elapsed > deadline_s:
-        return ProbeOutcome(ok=False, seconds=elapsed, detail=f"answered after the {deadline_s:g} s deadline")
-    return ProbeOutcome(ok=True, seconds=elapsed, detail="1 token")
+from servetune.control.liveness import ProbeOutcome, generate_one_token
 
 
 class Liveness(threading.Thread):

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from servetune.control.liveness import ProbeOutcome
 from servetune.engines.config import EngineConfig
 from servetune.engines.launch import RunningEngine
 from servetune.operate.fallback import Capacity, Fallback
-from servetune.operate.liveness import Liveness, ProbeOutcome
+from servetune.operate.liveness import Liveness
 
 
 @dataclass

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from servetune.control.liveness import ProbeOutcome
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import EngineLaunchError, classify_log
@@ -39,7 +40,7 @@ from servetune.operate.control import STATE_FILE, TOKEN_FILE, ControlServer, Swi
 from servetune.operate.events import EventLog
 from servetune.operate.evidence import Sized
 from servetune.operate.fallback import Fallback, capacity_of_facts, gives_up
-from servetune.operate.liveness import Liveness, ProbeOutcome
+from servetune.operate.liveness import Liveness
 from servetune.operate.metrics import SupervisorMetrics
 from servetune.operate.proxy import Nginx, ProxySettings
 from servetune.operate.role import Hung, Role

@@ -4,6 +4,7 @@ summary table (or every plan in full)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 from servetune.engines.config import EngineConfig
 from servetune.hardware.catalog import GiB
@@ -29,20 +30,29 @@ def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
     if as_json:
         print(json.dumps({seed.key: plan.model_dump(mode="json") for seed, plan in plans}, indent=2))
         return
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     from servetune.plan.render import render
 
-    console = Console(width=170)
+    console = Console(width=shutil.get_terminal_size((120, 24)).columns)  # the terminal's width; 120 for a file
     if detail:
         for seed, plan in plans:
             console.rule(seed.title)
             render(plan, console)
         return
-    table = Table(title="servetune plan: the five seed systems (vLLM ledger; overheads modelled)", header_style="bold")
-    for col in ("system", "verdict", "weights/GPU", "KV avail", "block", "blocks", "max conc.", "decode 1 stream"):
-        table.add_column(col, justify="left" if col in ("system", "verdict") else "right")
+    table = Table(
+        title="servetune plan: the five seed systems (vLLM ledger; overheads modelled)",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        expand=True,
+    )
+    table.add_column("system", ratio=3)
+    table.add_column("verdict", ratio=1)
+    for col in ("weights/GPU", "KV avail", "block", "blocks", "max conc.", "decode"):
+        table.add_column(col, justify="right", no_wrap=True)
     for seed, plan in plans:
         fixes = "; ".join(f.change for f in plan.fixes[:2]) or "no single fix"
         verdict = "[green]fits[/]" if plan.feasible else f"[red]no[/] (fix: {fixes})"
@@ -59,6 +69,6 @@ def run_demo(*, detail: bool = False, as_json: bool = False) -> None:
         )
     console.print(table)
     console.print(
-        "Full plans with flags: servetune plan-seeds --detail  "
+        "decode = one stream's tok/s by the roofline. Full plans with flags: servetune plan-seeds --detail "
         "(one system: servetune plan --model qwen3.6-27b --gpu ...)"
     )

@@ -145,7 +145,10 @@ class ProcessGroup:
         return [m.pid for m in living(group_members(self.pgid))]
 
     def stop(self, grace_s: float = 10.0) -> TeardownReport:
-        """SIGTERM to the group, SIGKILL after `grace_s`, then verify that no member is left."""
+        """SIGTERM to the group, SIGKILL after `grace_s`, then verify that no member is left.
+
+        SIGCONT follows the SIGTERM (as systemd does): a stopped (SIGSTOPped, frozen) member would otherwise hold
+        the SIGTERM pending and only die by the SIGKILL, without its own shutdown."""
         with self._stop_lock:
             if self._report is not None:
                 return self._report
@@ -154,6 +157,7 @@ class ProcessGroup:
             sent_term = sent_kill = False
             if self.members():
                 sent_term = self._signal(signal.SIGTERM)
+                self._signal(signal.SIGCONT)
                 if not self._wait_gone(grace_s):
                     sent_kill = self._signal(signal.SIGKILL)
                     self._wait_gone(5.0)

@@ -132,20 +132,31 @@ def summary_rows(ranking: Ranking) -> list[dict[str, Any]]:
     return rows
 
 
-def short_value(entry: Entry, key: FigureKey) -> str:
-    """'85.0 ± 2.1 (+20%)' for tables meant for people; `~` marks a change the ranking calls a tie."""
-    est = entry.figures.get(key)
+def estimate_text(est: Estimate | None) -> str:
+    """'85.0 ± 2.1': a mean and its 95% half-width for people (the mean alone from one repeat; a half-width that is
+    float dust on identical repeats is 0)."""
     if est is None:
         return "—"
     text = number(est.mean)
     if est.n > 1 and math.isfinite(est.half_width):
         half = est.half_width if est.half_width > 1e-9 * abs(est.mean) else 0.0
         text += f" ± {number(half, 2)}"
-    d = entry.deltas.get(key)
-    if d is not None:
-        mark = "" if d.significant else "~"
-        text += f" ({mark}{d.pct:+.1f}%)" if abs(d.pct) < 10 else f" ({mark}{d.pct:+.0f}%)"
     return text
+
+
+def delta_text(d: Delta) -> str:
+    """'+20%', '~+1.2%': a change against the baseline; `~` marks one the ranking calls a tie."""
+    mark = "" if d.significant else "~"
+    return f"{mark}{d.pct:+.1f}%" if abs(d.pct) < 10 else f"{mark}{d.pct:+.0f}%"
+
+
+def short_value(entry: Entry, key: FigureKey) -> str:
+    """'85.0 ± 2.1 (+20%)' for tables meant for people; `~` marks a change the ranking calls a tie."""
+    est = entry.figures.get(key)
+    if est is None:
+        return "—"
+    d = entry.deltas.get(key)
+    return estimate_text(est) + (f" ({delta_text(d)})" if d is not None else "")
 
 
 def column_title(key: FigureKey) -> str:

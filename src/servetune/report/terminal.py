@@ -1,6 +1,8 @@
-"""The end of a tuning run as a person reads it in a terminal: the ranking with a header and units, the reason once,
-the trade-offs the objective hides, the recommended command, and where the reports are — fitted to the terminal's
-width (names are shortened and prose is wrapped; a command line is left whole, so it can be copied)."""
+"""The end of a tuning run as a person reads it in a terminal: the decision (the winner against the baseline, with the
+interval of the difference), the ranking with a header and units, the reason once, the trade-offs the objective
+hides, the recommended command, and where the reports are — fitted to the terminal's width (names are shortened and
+prose is wrapped; a command line is left whole, so it can be copied). Each part is a function of its own, so
+`servetune demo` composes its one-screen summary from the same lines `servetune tune` prints."""
 
 from __future__ import annotations
 
@@ -9,62 +11,165 @@ import textwrap
 from pathlib import Path
 
 from servetune.humanize import number
-from servetune.report.tables import column_title, status_text, tradeoffs
+from servetune.metrics.slo import BOUNDS
+from servetune.report.tables import changes_text, column_title, delta_text, estimate_text, status_text, tradeoffs
+from servetune.suite.spec import figure_spec
+from servetune.tune.experiment import Experiment
 from servetune.tune.rank import Ranking
+
+
+def terminal_width(width: int | None = None) -> int:
+    """The width to fit: the one given, else the terminal's (100 when there is none)."""
+    return width or shutil.get_terminal_size((100, 24)).columns
 
 
 def outcome_lines(ranking: Ranking, files: dict[str, Path], width: int | None = None) -> list[str]:
     """Lines of the summary (see the module docstring)."""
-    width = width or shutil.get_terminal_size((100, 24)).columns
+    width = terminal_width(width)
+    return [
+        "",
+        *decision_lines(ranking, width),
+        *ranking_lines(ranking, width),
+        "",
+        *wrap(ranking.reason, width),
+        *tradeoff_lines(ranking, width),
+        *command_lines(files, width),
+        "",
+        *[_fit(f"{kind:15s} {path}", width) for kind, path in files.items()],
+    ]
+
+
+def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list[str]:
+    """What to do, in one sentence: the winner and its objective against the baseline's, with the change and its
+    95% interval marked by the ranking's own rule (`Delta.significant`: outside the noise and at least
+    `ranking.min_effect_pct`), or why the baseline stays. Nothing when no variant won (the reason says why)."""
+    winner, base = ranking.winner, ranking.baseline()
+    if winner is None or winner.objective is None:
+        return []
+    objective = ranking.objective
+    spec = figure_spec(objective.probe, objective.figure)
+    label = spec.label if spec and spec.label else objective.figure.replace("_", " ")
+    unit = f" {spec.unit}" if spec and spec.unit and not label.endswith(spec.unit) else ""
+    name = winner.record.variant.name
+    if base is None or base is winner:
+        leader = ranking.entries[0] if ranking.entries else winner
+        text = f"{head}: keep the baseline {name} ({label}: {number(winner.objective.mean)}{unit})"
+        d = leader.deltas.get((objective.probe, objective.figure))
+        if leader is not winner and d is not None:
+            text += (
+                f": the best mean, {leader.record.variant.name}, is {d.pct:+.1f}% ± {number(d.half_width_pct, 2)}% "
+                "against it, a tie (inside the noise or below the practical threshold)"
+            )
+        return wrap(text + ".", width, "", "  ")
+    said = f"{head}: {name} ({changes_text(winner)}) — {label}: {number(winner.objective.mean)}{unit}"
+    d = winner.deltas.get((objective.probe, objective.figure))
+    if not base.eligible or base.objective is None or d is None:
+        why = "; ".join(base.failures) or status_text(base)
+        return wrap(f"{said}; the baseline {base.record.variant.name}: {why}.", width, "", "  ")
+    verdict = "outside the noise" if d.significant else "a tie: inside the noise or below the practical threshold"
+    repeats = f"{winner.objective.n} and {base.objective.n} repeats"
+    text = (
+        f"{said} vs {number(base.objective.mean)} for the baseline {base.record.variant.name}: "
+        f"{delta_text(d).lstrip('~')} ± {number(d.half_width_pct, 2)}% (95% interval, {repeats}), {verdict}."
+    )
+    return wrap(text, width, "", "  ")
+
+
+def ranking_lines(ranking: Ranking, width: int) -> list[str]:
+    """The ranking as a table: a header naming the objective and its unit, one row per variant, and the key of the
+    tie mark when a row carries it."""
     objective = ranking.objective
     better = "higher" if objective.direction == "max" else "lower"
     head = f"{column_title((objective.probe, objective.figure))}, {better} is better"
     value_w, delta_w = 20, 11
     status_w = max(12, min(24, width - 4 - 12 - value_w - delta_w - 3))
     name_w = max(10, min(40, width - 4 - value_w - delta_w - status_w - 3))
-    lines = [
-        "",
-        _fit(
-            f"{'#':>3} {'variant':<{name_w}} {'objective ± 95%':>{value_w}} {'vs baseline':>{delta_w}}  status", width
-        ),
-        _fit(f"    {head}", width),
-    ]
+    columns = f"{'#':>3} {'variant':<{name_w}} {'objective ± 95%':>{value_w}} {'vs baseline':>{delta_w}}  status"
+    lines = ["", _fit(columns, width), _fit(f"    {head}", width)]
+    tie = False
     for entry in ranking.entries:
-        est = entry.objective
-        value = "—" if est is None else number(est.mean) + (f" ± {number(est.half_width, 2)}" if est.n > 1 else "")
         d = entry.deltas.get((objective.probe, objective.figure))
-        change = "—" if d is None else f"{'' if d.significant else '~'}{d.pct:+.1f}%"
+        change = "—" if d is None else delta_text(d)
+        tie = tie or change.startswith("~")
         status = status_text(entry) + (" ★" if ranking.winner is entry else "")
         name = _short(entry.record.variant.name, name_w)
-        row = f"{entry.rank or '-':>3} {name:<{name_w}} {_short(value, value_w):>{value_w}} {change:>{delta_w}}  "
+        value = _short(estimate_text(entry.objective), value_w)
+        row = f"{entry.rank or '-':>3} {name:<{name_w}} {value:>{value_w}} {change:>{delta_w}}  "
         lines.append(row + _short(status, max(4, width - len(row))))
-    lines += ["", *_wrap("~ = a tie with the baseline (inside the noise or below the practical threshold)", width)]
-    lines += ["", *_wrap(ranking.reason, width)]
-    found = tradeoffs(ranking)
-    if found:
-        lines += ["", "Trade-offs (better on an SLO metric the objective does not count):"]
-        for t in found[:5]:
-            lines += _wrap(t.text(column_title((objective.probe, objective.figure))), width, "  - ", "    ")
-    rec = files.get("recommendation")
-    if rec is not None and rec.exists():
-        lines += ["", *_command(rec.read_text(), width)]
-    lines.append("")
-    lines += [_fit(f"{kind:15s} {path}", width) for kind, path in files.items()]
+    if not tie:
+        return lines
+    return [*lines, "", *wrap("~ = a tie with the baseline (inside the noise or below the practical threshold)", width)]
+
+
+def tradeoff_lines(ranking: Ranking, width: int, limit: int = 5, per_variant: int = 2) -> list[str]:
+    """The trade-offs the objective hides (`report.tables.tradeoffs`), the largest `limit` of them."""
+    found = tradeoffs(ranking, per_variant)
+    if not found:
+        return []
+    objective = column_title((ranking.objective.probe, ranking.objective.figure))
+    lines = ["", "Trade-offs (better on an SLO metric the objective does not count):"]
+    for t in found[:limit]:
+        lines += wrap(t.text(objective), width, "  - ", "    ")
     return lines
 
 
+def command_lines(files: dict[str, Path], width: int) -> list[str]:
+    """The recommended command and its notes from recommendation.txt (nothing when there is none)."""
+    rec = files.get("recommendation")
+    if rec is None or not rec.exists():
+        return []
+    return ["", *_command(rec.read_text(), width)]
+
+
+def experiment_lines(exp: Experiment, ranking: Ranking, width: int) -> list[str]:
+    """What was tuned, in words: the experiment's description (else the flags its variants change), the SLOs, the
+    objective and the suite — read from the experiment and its variants, so it is true of any experiment."""
+    varied = sorted({flag for e in ranking.entries for flag in e.record.variant.changes})
+    what = exp.description.rstrip(".") if exp.description else f"changing {', '.join(varied) or 'nothing'}"
+    slos = ", ".join(_slo_text(key, value) for key, value in exp.slos.items()) or "none"
+    objective = column_title((ranking.objective.probe, ranking.objective.figure))
+    text = (
+        f"Tuned: {exp.name} — {what}; {len(ranking.entries)} variants, {len(exp.suite.probes.enabled())} probes × "
+        f"{exp.suite.repeats} repeats; SLOs {slos}; objective: {objective}."
+    )
+    return wrap(text, width, "", "  ")
+
+
+def _slo_text(key: str, value: float) -> str:
+    """`ttft_p99_ms` 100 → `TTFT p99 ≤ 100 ms`; `error_rate` 0 → `error rate ≤ 0`."""
+    sign = "≥" if BOUNDS.get(key) == "lower" else "≤"
+    parts = key.split("_")
+    if len(parts) == 3 and parts[2] == "ms":
+        return f"{parts[0].upper()} {parts[1]} {sign} {value:g} ms"
+    return f"{key.replace('_', ' ')} {sign} {value:g}"
+
+
 def _command(text: str, width: int) -> list[str]:
-    """The recommended `vllm serve` command and its notes from recommendation.txt; its first line (the reason, printed
-    above), the docker command and the sampling presets stay in the file."""
+    """The recommended serve command and its notes from recommendation.txt; its first line (the reason, printed
+    above), the docker command and the sampling presets stay in the file (a last line says so when it has them)."""
     out: list[str] = []
+    command: list[str] = []
     for line in text.rstrip().split("\n")[1:]:
         if line.startswith(("# docker", "# sampling preset")):
-            break
+            return [*out, *_pack(command, width), "(the docker command and sampling presets: recommendation.txt)"]
         if line.startswith("# "):
-            out += _wrap(line[2:], width, "# ", "#   ")
+            out += wrap(line[2:], width, "# ", "#   ")
         elif line:
-            out.append(line)
-    return [*out, "(the docker command and sampling presets: recommendation.txt)"]
+            command.append(line)
+    return [*out, *_pack(command, width)]
+
+
+def _pack(command: list[str], width: int) -> list[str]:
+    """A command written one option per line (`\\` continued) packed into as few lines as fit the width, each
+    option kept whole, so the lines still paste as one shell command."""
+    parts = [line.removesuffix("\\").strip() for line in command]
+    rows: list[str] = []
+    for part in parts:
+        if rows and len(rows[-1]) + 1 + len(part) + 2 <= width:
+            rows[-1] += " " + part
+        else:
+            rows.append(part if not rows else "  " + part)
+    return [row + " \\" for row in rows[:-1]] + rows[-1:]
 
 
 def _short(text: str, n: int) -> str:
@@ -72,8 +177,17 @@ def _short(text: str, n: int) -> str:
 
 
 def _fit(line: str, width: int) -> str:
+    """A line cut to the width (with an ellipsis)."""
     return _short(line, width)
 
 
-def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=rest, break_long_words=True) or [""]
+def wrap(text: str, width: int, first: str = "", rest: str = "", *, whole_words: bool = False) -> list[str]:
+    """Prose wrapped to the width; `whole_words` keeps a word longer than the width (a path) whole on its line."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=not whole_words,
+        break_on_hyphens=not whole_words,
+    ) or [""]

@@ -4,6 +4,7 @@ request is a closed-loop run of one request) and the same on a live server and i
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 
 from servetune.load.shape import LoadShape, Timeouts
@@ -93,8 +94,12 @@ async def prefix_pair(
 async def load_point(
     ctx: ProbeContext, concurrency: int, requests: int, input_tokens: int, output_tokens: int
 ) -> LoadPoint:
-    """One closed-loop load level (a warm-up of one request per stream, excluded) as a curve point."""
-    workload = Workload.synthetic(input_tokens, output_tokens, seed=ctx.seed)
+    """One closed-loop load level (a warm-up of one request per stream, excluded) as a curve point.
+
+    Each level draws its own prompts (a seed per level): levels of one curve sharing the context's seed sent the
+    same texts again, so an engine with a prompt cache (llama.cpp's `cache-prompt`, vLLM's prefix caching)
+    answered every level after the first from its cache and its TTFT measured a cache hit, not a prefill."""
+    workload = Workload.synthetic(input_tokens, output_tokens, seed=level_seed(ctx.seed, concurrency))
     slos = dict(ctx.slos)
     result = await ctx.backend.run(workload, _shape(concurrency, requests, warmup=concurrency), slos=request_slos(slos))
     s = result.summary
@@ -114,6 +119,11 @@ async def load_point(
         point["goodput_request_rps"] = s.goodput
     warnings = list(s.validity.warnings)
     return LoadPoint(point, s.completed + s.failed, s.failed, warnings, s.slo_failures(slos))
+
+
+def level_seed(seed: int, concurrency: int) -> int:
+    """The prompts' seed of one load level of a run seeded `seed` (distinct per level, the same on every rerun)."""
+    return int(hashlib.sha256(f"{seed}/level/{concurrency}".encode()).hexdigest()[:8], 16)
 
 
 async def warm_up(ctx: ProbeContext, requests: int) -> None:

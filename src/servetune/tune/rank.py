@@ -185,7 +185,8 @@ def _add_deltas(entries: list[Entry], threshold: float) -> None:
 
 
 def _reason(objective: Objective, leader: Entry, winner: Entry, ties: list[Entry]) -> str:
-    name = objective.label
+    spec = figure_spec(objective.probe, objective.figure)
+    name = spec.label if spec is not None and spec.label else objective.label
     if len(ties) == 1:
         return f"{winner.record.variant.name} has the best {name}, significantly ahead of every other variant"
     others = ", ".join(e.record.variant.name for e in ties if e is not winner)

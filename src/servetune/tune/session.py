@@ -22,21 +22,26 @@ from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.models import resolve_model, resolve_tokenizer
 from servetune.errors import ServetuneError
-from servetune.load.backend import LiveBackend
+from servetune.load.backend import Backend, LiveBackend
 from servetune.metrics.slo import wall_clock_slos
 from servetune.suite.requests import warm_up
+from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
 from servetune.suite.spec import ProbeContext, get_probe
 from servetune.tune.experiment import Experiment
 from servetune.tune.progress import Emit, stopwatch
 from servetune.tune.result import Failure, RunResult, VariantStatus
 from servetune.tune.variants import Variant
+from servetune.tune.virtual import VirtualEngine
 
 if TYPE_CHECKING:
     from servetune.engines.launch import RunningEngine
 
-Launcher = Callable[[EngineConfig, Path, float], "RunningEngine"]
-"""(config, log folder, startup timeout) → a ready engine (a context manager that stops it)."""
+    Engine = RunningEngine | VirtualEngine
+
+Launcher = Callable[[EngineConfig, Path, float], "Engine"]
+"""(config, log folder, startup timeout) → a ready engine (a context manager that stops it): a launched one, or
+the simulator in process (`tune.virtual.virtual_launcher`)."""
 
 TIME_SCALE_FLAG = "time-scale"
 
@@ -133,7 +138,8 @@ class LaunchSession:
                 launch_s = clock()
                 self.progress.launched(launch_s)
                 facts = _facts(engine)
-                ran_on = f"{self.where}; engine pid {engine.pid}"
+                pid = "simulated in process" if isinstance(engine, VirtualEngine) else f"engine pid {engine.pid}"
+                ran_on = f"{self.where}; {pid}"
                 asyncio.run(warm_up(ProbeContext(self._backend(first, engine, facts)), self.exp.suite.warmup_requests))
                 for position, variant in enumerate(group):
                     self.store.set_status(variant.key(), "running", launch_s=launch_s, facts=facts, ran_on=ran_on)
@@ -151,8 +157,10 @@ class LaunchSession:
                 self._fail(variant, failure, clock())
         return []
 
-    def _backend(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any]) -> LiveBackend:
+    def _backend(self, variant: Variant, engine: Engine, facts: dict[str, Any]) -> Backend:
         client = variant.client
+        if isinstance(engine, VirtualEngine):
+            return engine.backend(client)
         updates: dict[str, Any] = {}
         tokenizer = resolve_tokenizer(client.tokenizer)
         if tokenizer != client.tokenizer:
@@ -170,7 +178,7 @@ class LaunchSession:
             gpu_count=self.exp.hardware.gpus_for(variant.config.flags),
         )
 
-    def _run_suite(self, variant: Variant, engine: RunningEngine, facts: dict[str, Any], launch_s: float) -> bool:
+    def _run_suite(self, variant: Variant, engine: Engine, facts: dict[str, Any], launch_s: float) -> bool:
         """Runs every probe × repeat not yet stored; returns True when the engine died on the way. The launch's
         time is charged to the first variant of the launch (GPU-minutes count whole launches)."""
         watch = stopwatch()
@@ -211,6 +219,10 @@ class LaunchSession:
                 self.progress.ran(name, run_clock())
                 if not engine.alive():
                     self._fail(variant, _death(engine, name), clock())
+                    return True
+                hung = _watchdog(engine, result, variant.client.request_timeout_s, name)
+                if hung is not None:
+                    self._fail(variant, hung, clock())
                     return True
         wall = clock()
         self.store.set_status(variant.key(), "done", wall_s=wall, gpu_minutes=gpu_minutes(self.exp, variant, wall))
@@ -253,12 +265,36 @@ def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
 
 
-def _facts(engine: RunningEngine) -> dict[str, Any]:
+def _facts(engine: Engine) -> dict[str, Any]:
     """The engine's startup facts that its log stated (KV cache size, slots, version...)."""
     return {k: v for k, v in engine.facts.model_dump(mode="json").items() if v is not None}
 
 
-def _death(engine: RunningEngine, probe: str) -> Failure:
+WATCHDOG_DEADLINE_S = 30.0
+
+
+def _watchdog(engine: Engine, result: ProbeResult, request_timeout_s: float, probe: str) -> Failure | None:
+    """After a probe whose requests failed, asks the engine for one token: a live process that cannot generate
+    one is frozen (SIGSTOP, a deadlock, a wedged GPU), and every later probe would only wait out its timeouts
+    on it (0.1 spent 94 s past `request_timeout_s: 20` on one). The answer's deadline is the client's request
+    timeout, at most 30 s. A probe that went well costs nothing."""
+    if result.ok and not result.failed_requests:
+        return None
+    deadline = min(request_timeout_s, WATCHDOG_DEADLINE_S)
+    outcome = engine.responds(deadline)
+    if outcome.ok:
+        return None
+    return Failure(
+        klass="engine_hung",
+        excerpt=f"after {probe}'s requests failed, the engine's process was alive but generated no token within "
+        f"{deadline:g} s: {outcome.detail}",
+        hint="the engine is frozen (stopped, deadlocked or its GPU wedged); servetune stopped it. See its log; "
+        "`tune --retry-failed` measures the variant again",
+        during=probe,
+    )
+
+
+def _death(engine: Engine, probe: str) -> Failure:
     info = engine.classify_death()
     if info is None:  # dead by the process table, alive by the group's own view: say what is known
         return Failure(klass="died_under_load", during=probe)
