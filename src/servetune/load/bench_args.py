@@ -108,6 +108,8 @@ class BenchArgs(BaseModel):
     percentile_metrics: tuple[str, ...] = PERCENTILE_METRICS
     ready_check_timeout_s: float = Field(0.0, ge=0)
     workers: int | None = Field(None, ge=1, description="Client processes (None: one per 32 streams, up to CPUs - 1)")
+    ray: str | None = Field(None, description="A Ray cluster's address: the workers run as Ray actors on its nodes")
+    ray_nodes: tuple[str, ...] | None = Field(None, description="With ray: only these nodes (addresses or id prefixes)")
     notes: tuple[str, ...] = ()
     """vLLM flags accepted without effect, and why."""
 
@@ -168,6 +170,8 @@ def _parser() -> _Parser:
     p.add_argument("--percentile-metrics", dest="percentile_metrics")
     p.add_argument("--ready-check-timeout-sec", dest="ready_check_timeout_s", default="0")
     p.add_argument("--workers")
+    p.add_argument("--ray", dest="ray")
+    p.add_argument("--ray-nodes", dest="ray_nodes")
     for flag in SAMPLING_FLAGS:
         p.add_argument(flag, dest=f"sampling{flag}")
     for flag in IGNORED_FLAGS:
@@ -227,11 +231,24 @@ def _bench_args(ns: dict[str, Any], notes: tuple[str, ...]) -> BenchArgs:
         "percentile_metrics": _metrics(ns["percentile_metrics"]),
         "ready_check_timeout_s": _seconds(ns["ready_check_timeout_s"]),
         "workers": _count(ns["workers"], "--workers") if ns["workers"] is not None else None,
+        **_ray(ns["ray"], ns["ray_nodes"]),
         "notes": notes,
     }
     for key in ("json_out", "jsonl_out", "csv_out", "html_out", "result_dir"):
         values[key] = Path(ns[key]) if ns[key] else None
     return BenchArgs(**values)
+
+
+def _ray(address: str | None, nodes: str | None) -> dict[str, Any]:
+    """`--ray ADDRESS [--ray-nodes A,B]`: where the load workers run (`auto`: the cluster this machine runs)."""
+    if nodes is not None and address is None:
+        raise ServetuneError("--ray-nodes selects nodes of the --ray cluster", "add --ray ADDRESS (or --ray auto)")
+    if address is not None and not address.strip():
+        raise ServetuneError("--ray needs the cluster's address", "e.g. --ray 10.0.0.1:6379, or --ray auto")
+    chosen = tuple(n.strip() for n in nodes.split(",") if n.strip()) if nodes is not None else None
+    if chosen is not None and not chosen:
+        raise ServetuneError(f"--ray-nodes {nodes!r} names no node", "e.g. --ray-nodes 10.0.0.2,10.0.0.3")
+    return {"ray": address.strip() if address else None, "ray_nodes": chosen}
 
 
 def _count(text: str, flag: str) -> int:
@@ -380,6 +397,8 @@ def help_text() -> str:
         "",
         "Verdict: --max-error-rate F (0..1), --accept-warnings; --no-progress (--disable-tqdm)",
         "Client: --workers N   processes sending the load (1: in process; default one per 32 streams, CPUs - 1)",
+        "        --ray ADDRESS [--ray-nodes A,B]   the workers as Ray actors on the cluster's nodes (all, or those",
+        "                     named), one per node by default; each node's clock offset is measured and stated",
         "",
         "Load options (shared with `servetune estimate`):",
         *LoadOptions.help_lines(),

@@ -49,6 +49,12 @@ class LoopMonitor:
         return self.t.tobytes(), self.lag.tobytes(), self.cpu.tobytes()
 
 
+def shift_samples(samples: tuple[bytes, bytes, bytes], offset_ns: int) -> tuple[bytes, bytes, bytes]:
+    """A worker's samples with their times moved onto the coordinator's clock (a worker on another machine)."""
+    t = np.frombuffer(samples[0], dtype=np.int64) + offset_ns
+    return t.tobytes(), samples[1], samples[2]
+
+
 def client_process(
     role: str, pid: int, samples: tuple[bytes, bytes, bytes], start_ns: int, end_ns: int
 ) -> ClientProcess | None:

@@ -29,7 +29,7 @@ from servetune.load.monitor import LoopMonitor, client_process, usable_cores, yo
 from servetune.load.prompts import Conversation, RequestFactory
 from servetune.load.shape import LoadShape, Phaser, open_schedule
 from servetune.load.tokens import LocalTokenizer, make_counter
-from servetune.load.transport import LocalWorker, WorkerGone, WorkerLink
+from servetune.load.transport import LocalPool, WorkerGone, WorkerLink, WorkerPool
 from servetune.load.worker import WorkerSetup
 from servetune.load.workload import Workload
 from servetune.metrics.record import Phase, RequestRecord
@@ -173,6 +173,7 @@ async def run_load(
     on_record: Callable[[RequestRecord], None] | None = None,
     control: ControlTimeouts | None = None,
     workers: int | None = None,
+    pool: WorkerPool | None = None,
 ) -> LoadResult:
     """Runs `workload` against the OpenAI-compatible server at `base_url` in `shape`.
 
@@ -180,13 +181,16 @@ async def run_load(
     server's /tokenize when it has one, else words). extra_body: fields merged into every request body
     (sampling parameters, chat_template_kwargs, ...; they override servetune's own). control: the timeouts of
     the control-plane calls (`/tokenize`) made before the clock starts. workers: client processes that send the
-    load (1: this process's event loop; None: `default_workers`); this process then coordinates them. Returns
+    load (1: this process's event loop; None: the pool's default, else `default_workers`); this process then
+    coordinates them. pool: where the workers start (`LocalPool` on this machine by default; `RayPool` on the
+    nodes of a Ray cluster, where even one worker is a process of its own). Returns
     the records of every request (warm-up and cool-down included, marked by phase) and the summary of the
     measured ones, with the client's own evidence (CPU, event-loop lag, lost workers) in its validity.
     """
     if workers is not None and workers < 1:
         raise ServetuneError(f"workers must be at least 1, not {workers}", "use --workers 1 (in process) or more")
-    n_workers = workers or default_workers(shape)
+    n_workers = workers or (pool.default_count() if pool else None) or default_workers(shape)
+    in_process = n_workers == 1 and pool is None
     base_url = normalize_base_url(base_url)  # what `launch` prints ends in /v1; the paths below add their own
     counter = await make_counter(tokenizer, base_url, model, control or shape.timeouts.control())
     supply = Supply(RequestFactory(workload, counter, endpoint))
@@ -200,7 +204,7 @@ async def run_load(
     watch = asyncio.ensure_future(monitor.run())
     try:
         with young_collections_only():
-            if n_workers == 1:
+            if in_process:
                 client = Client(
                     Pool(base_url, shape.timeouts.connect_s),
                     model,
@@ -216,20 +220,21 @@ async def run_load(
                 records, samples, lost, t0, started_at = await _in_process(
                     client, supply, shape, on_record, progress, connections, base_url
                 )
+                clocks: list[str] = []
             else:
                 setup = WorkerSetup(
                     base_url, model, endpoint, stream, api_key, extra_body, workload.output_control,
                     local.name if local is not None else None, keep_text, shape.timeouts, -(-connections // n_workers),
                 )  # fmt: skip
-                records, samples, lost, t0, started_at = await _spread(
-                    setup, n_workers, supply, shape, on_record, progress
+                records, samples, lost, t0, started_at, clocks = await _spread(
+                    setup, n_workers, supply, shape, on_record, progress, pool or LocalPool()
                 )
             wall_s = (_now() - t0) / 1e9
     finally:
         watch.cancel()
-    samples.insert(0, ("client" if n_workers == 1 else "coordinator", os.getpid(), monitor.samples()))
+    samples.insert(0, ("client" if in_process else "coordinator", os.getpid(), monitor.samples()))
     records.sort(key=lambda r: (r.sent_ns, r.index, r.turn))
-    report = _client_report(shape, n_workers, records, samples, lost)
+    report = _client_report(shape, n_workers, records, samples, lost, clocks)
     return LoadResult(
         base_url=base_url,
         model=model,
@@ -280,12 +285,13 @@ async def _spread(
     shape: LoadShape,
     on_record: Callable[[RequestRecord], None] | None,
     progress: bool,
-) -> tuple[list[RequestRecord], Samples, list[str], int, str]:
+    pool: WorkerPool,
+) -> tuple[list[RequestRecord], Samples, list[str], int, str, list[str]]:
     """N worker processes, started and set up (connections open) before the clock starts, then coordinated."""
     with tempfile.TemporaryDirectory(prefix="servetune-workers-") as logs:
         links: list[WorkerLink] = []
         try:
-            links.extend(await asyncio.gather(*(LocalWorker.start(i, Path(logs)) for i in range(n))))
+            links.extend(await pool.start(n, Path(logs)))
             for i, link in enumerate(links):
                 link.send("setup", dataclasses.replace(setup, index=i))
             await asyncio.gather(*(_ready(link) for link in links))
@@ -298,7 +304,8 @@ async def _spread(
         finally:
             await asyncio.gather(*(link.stop(grace_s=2.0) for link in links), return_exceptions=True)
     samples = [(links[w].name, links[w].pid, s) for w, s in sorted(coordinator.samples.items())]
-    return coordinator.records, samples, coordinator.lost, t0, started_at
+    clocks = [link.clock for link in links if link.clock]
+    return coordinator.records, samples, coordinator.lost, t0, started_at, clocks
 
 
 async def _ready(link: WorkerLink) -> None:
@@ -314,14 +321,16 @@ async def _ready(link: WorkerLink) -> None:
 
 
 def _client_report(
-    shape: LoadShape, workers: int, records: list[RequestRecord], samples: Samples, lost: list[str]
+    shape: LoadShape, workers: int, records: list[RequestRecord], samples: Samples, lost: list[str], clocks: list[str]
 ) -> ClientReport:
     """Each client process's evidence over the measured phase (first measured send to last measured end)."""
     measured = [r for r in records if r.phase == "measure"]
     start = min((r.sent_ns for r in measured), default=0)
     end = max((r.done_ns for r in measured), default=0)
     procs = [p for role, pid, s in samples if (p := client_process(role, pid, s, start, end)) is not None]
-    return ClientReport(kind=shape.kind, workers=workers, cores=usable_cores(), processes=procs, lost=lost)
+    return ClientReport(
+        kind=shape.kind, workers=workers, cores=usable_cores(), processes=procs, lost=lost, clocks=clocks
+    )
 
 
 def default_workers(shape: LoadShape) -> int:

@@ -4,8 +4,9 @@ The coordinator only ever holds `WorkerLink`s: `send` a message, `receive` the n
 say why it ended. `LocalWorker` is a process on this machine: started as its own process group through
 `servetune.process.group` (PR_SET_PDEATHSIG, the exit reaper, stopped by its own group id: no worker outlives
 servetune, whatever the exit path), talking over a socketpair that it inherits (no port, no file; a worker whose
-coordinator vanished reads end-of-file and exits). Ray actors on other machines (issue 13) are another
-implementation of the same protocol; the coordinator does not change.
+coordinator vanished reads end-of-file and exits). `ray_transport.RayWorker` (a worker process started by a Ray
+actor on a node of a cluster: `bench --ray`) is another implementation of the same protocol; the coordinator
+does not change. A `WorkerPool` starts a run's links (`LocalPool` here, `ray_transport.RayPool` on a cluster).
 
 Why not `multiprocessing`: its workers are not process groups of their own (a stray grandchild survives), a
 worker killed by a signal can leave a `Queue` feeder thread blocked, and its fork start method copies the
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import pickle
 import socket
 import struct
@@ -26,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from servetune.errors import ServetuneError
 from servetune.process.group import ProcessGroup
 
 _HEADER = struct.Struct(">I")
@@ -40,6 +43,8 @@ class WorkerLink(Protocol):
 
     name: str
     pid: int
+    clock: str | None
+    """How its clock relates to the coordinator's, for the report (None: this machine's, the same clock)."""
 
     def send(self, *message: Any) -> None:
         """Queues a message (never blocks; `drain` waits for the transport when it is full)."""
@@ -56,8 +61,20 @@ class WorkerLink(Protocol):
         """Why the worker ended, for a report (exit code or signal, and the last line of its log)."""
 
 
+class WorkerPool(Protocol):
+    """Where a run's worker processes start: `LocalPool` here, `ray_transport.RayPool` on a Ray cluster's nodes."""
+
+    def default_count(self) -> int | None:
+        """How many workers when none are asked for (None: `runner.default_workers`, by this machine's CPUs)."""
+
+    async def start(self, count: int, log_dir: Path) -> list[WorkerLink]:
+        """Starts `count` workers (not set up yet); worker logs go to `log_dir` when they run here."""
+
+
 class LocalWorker:
     """A worker process on this machine, connected by an inherited socketpair."""
+
+    clock: str | None = None
 
     def __init__(self, name: str, group: ProcessGroup, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self.name = name
@@ -69,15 +86,7 @@ class LocalWorker:
     @classmethod
     async def start(cls, index: int, log_dir: Path) -> LocalWorker:
         """Starts worker `index` (`python -m servetune.load.worker FD`), logging to `log_dir/worker-<index>.log`."""
-        ours, theirs = socket.socketpair()
-        try:
-            group = ProcessGroup.start(
-                [sys.executable, "-m", "servetune.load.worker", str(theirs.fileno())],
-                log_path=log_dir / f"worker-{index}.log",
-                pass_fds=(theirs.fileno(),),
-            )
-        finally:
-            theirs.close()
+        group, ours = start_worker_process(index, log_dir)
         reader, writer = await asyncio.open_connection(sock=ours, limit=2**24)
         return cls(f"worker {index}", group, reader, writer)
 
@@ -107,23 +116,38 @@ class LocalWorker:
         return "killed" if report.sent_sigkill else None
 
     def cause(self) -> str:
-        code = self.group.poll()
-        if code is None:
-            how = "stopped answering"
-        elif code < 0:
-            how = f"was killed by signal {-code}"
-        else:
-            how = f"exited with code {code}"
-        return f"{self.name} (pid {self.pid}) {how}{_last_line(self.group.log_path)}"
+        return self.group.describe_end(self.name)
 
 
-def _last_line(path: Path) -> str:
-    """The worker log's last line (a traceback's message), for the report."""
+def require_ray(what: str) -> None:
+    """Ray is the `ray` extra: a command that needs it and does not find it says how to get it."""
+    if importlib.util.find_spec("ray") is None:
+        raise ServetuneError(f"{what} needs Ray, which is not installed", "pip install 'servetune[ray]'")
+
+
+def start_worker_process(index: int, log_dir: Path) -> tuple[ProcessGroup, socket.socket]:
+    """Starts `python -m servetune.load.worker FD` as its own process group, logging to `log_dir/worker-<index>.log`;
+    returns it with this end of its link (a worker whose other end closes reads end-of-file and exits)."""
+    ours, theirs = socket.socketpair()
     try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return f": {lines[-1][:200]}" if lines else ""
+        group = ProcessGroup.start(
+            [sys.executable, "-m", "servetune.load.worker", str(theirs.fileno())],
+            log_path=log_dir / f"worker-{index}.log",
+            pass_fds=(theirs.fileno(),),
+        )
+    finally:
+        theirs.close()
+    return group, ours
+
+
+class LocalPool:
+    """Worker processes on this machine (`run_load`'s default)."""
+
+    def default_count(self) -> int | None:
+        return None
+
+    async def start(self, count: int, log_dir: Path) -> list[WorkerLink]:
+        return list(await asyncio.gather(*(LocalWorker.start(i, log_dir) for i in range(count))))
 
 
 async def serve_frames(sock: socket.socket) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

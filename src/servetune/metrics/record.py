@@ -75,6 +75,18 @@ class RequestRecord(BaseModel):
     output_text: str | None = None
     worker: int = 0  # the client worker process that sent it (0 when the load ran in one process)
 
+    def shift_clock(self, offset_ns: int) -> None:
+        """Moves every time stamp by `offset_ns`: a record taken on another machine's monotonic clock onto the
+        coordinator's time line. Durations (TTFT, ITL, TPOT, E2EL) do not change: they stay what the worker
+        measured on its own clock, with no subtraction across machines."""
+        self.scheduled_ns += offset_ns
+        self.dispatched_ns += offset_ns
+        self.sent_ns += offset_ns
+        self.done_ns += offset_ns
+        self.chunk_ns = [t + offset_ns for t in self.chunk_ns]
+        if self.first_content_ns is not None:
+            self.first_content_ns += offset_ns
+
     @property
     def ok(self) -> bool:
         return self.error_class is None

@@ -55,6 +55,8 @@ def summary_lines(s: Summary, title: str = "") -> list[str]:
             f"CPUs; event-loop lag p99 {lag.loop_lag_p99_ms:.2f} ms ({lag.role}); busiest {busy.role} "
             f"{busy.cpu_pct:.0f}% of a core"
         )
+    if v.client is not None:
+        lines.extend(f"clock: {line}" for line in v.client.clocks)
     lines.extend(f"WARNING: {w}" for w in v.warnings)
     return lines
 

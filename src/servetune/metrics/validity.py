@@ -58,6 +58,7 @@ class ClientReport(BaseModel):
     cores: int  # CPUs the client could run on
     processes: list[ClientProcess] = []
     lost: list[str] = []  # one line per worker that died or froze, with its cause and what it had in flight
+    clocks: list[str] = []  # one line per worker on a Ray node: its clock's offset from the coordinator's, measured
 
 
 class QueueGrowth(BaseModel):

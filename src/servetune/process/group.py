@@ -124,6 +124,22 @@ class ProcessGroup:
         """True while the leader runs."""
         return self._popen.poll() is None
 
+    def describe_end(self, name: str) -> str:
+        """`NAME (pid N) exited with code C` / `was killed by signal S` / `stopped answering` (it still runs), with
+        the last line of its log (a traceback's message): why a helper process ended, for a report."""
+        code = self.poll()
+        if code is None:
+            how = "stopped answering"
+        elif code < 0:
+            how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with code {code}"
+        try:
+            lines = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            lines = []
+        return f"{name} (pid {self.pid}) {how}" + (f": {lines[-1][:200]}" if lines else "")
+
     def members(self) -> list[int]:
         """Pids of the group's (and session's) living processes."""
         return [m.pid for m in living(group_members(self.pgid))]

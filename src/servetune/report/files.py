@@ -54,6 +54,8 @@ def entry_json(entry: Entry) -> dict[str, Any]:
         "wall_s": record.wall_s,
         "gpu_minutes": record.gpu_minutes,
         "facts": record.facts,
+        "ran_on": record.ran_on,
+        "lost": [lost.model_dump(mode="json") for lost in record.lost],
         "rank": entry.rank,
         "tie_with_winner": entry.tie_with_winner,
         "slo_failures": entry.failures,

@@ -1,24 +1,87 @@
-"""Executors run a batch's launch groups (each a `LaunchSession.run`). `LocalExecutor` runs them one after another
-on this machine; executors that spread groups over GPU slots or a Ray cluster implement the same `run`."""
+"""Executors run launch groups (each a `LaunchSession` of one engine start), as AIPerf's executors run its plan:
+the loop submits groups and waits for them, and never knows where they ran.
+
+- `local` (`LocalExecutor`): one group at a time, in this process, writing the store itself;
+- `local-gpus` (`tune.local_gpus`): groups side by side on slots of this host's GPUs;
+- `ray` (`tune.ray_executor`): each group a Ray task on a node with the GPUs (or the custom resource) it needs.
+
+The concurrent two run each group in a slot process that relays every call back here (`tune.relay`): the store
+has one writer, and every finished probe run is stored as it finishes, wherever it ran. Ray is imported by its
+executor only, when one is made.
+"""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from typing import Protocol
 
+from servetune.tune.experiment import Experiment
 from servetune.tune.session import LaunchSession
+from servetune.tune.store import Store
 from servetune.tune.variants import Variant
 
 
 class Executor(Protocol):
-    """Runs launch groups; every finished probe run reaches the session's store as it finishes."""
+    """Runs submitted launch groups, as many at once as it has room for."""
 
-    def run(self, groups: Sequence[Sequence[Variant]], session: LaunchSession) -> None: ...
+    def bind(self, session: LaunchSession, store: Store) -> None:
+        """The driver's session (experiment, folder, progress) and the store the runs are recorded in."""
+
+    def has_room(self) -> bool:
+        """True while fewer groups are submitted and unfinished than it can run at once (a search asks for
+        another trial only then: several trials in flight on a cluster, one at a time here)."""
+
+    def submit(self, group: Sequence[Variant]) -> None:
+        """Queues a launch group; it starts as soon as there is room for it, in submission order."""
+
+    def wait(self) -> list[Variant] | None:
+        """Runs until one submitted group is over (its runs stored) and returns it; None when none is left."""
+
+    def close(self) -> None:
+        """Stops whatever still runs (an interrupted run) and forgets what is queued."""
 
 
 class LocalExecutor:
-    """One launch group at a time, here."""
+    """One launch group at a time, here, in this process."""
 
-    def run(self, groups: Sequence[Sequence[Variant]], session: LaunchSession) -> None:
-        for group in groups:
-            session.run(list(group))
+    def __init__(self) -> None:
+        self._queued: deque[list[Variant]] = deque()
+        self._session: LaunchSession | None = None
+
+    def bind(self, session: LaunchSession, store: Store) -> None:
+        self._session = session
+
+    def has_room(self) -> bool:
+        return not self._queued
+
+    def submit(self, group: Sequence[Variant]) -> None:
+        self._queued.append(list(group))
+
+    def wait(self) -> list[Variant] | None:
+        if not self._queued:
+            return None
+        assert self._session is not None, "bind() first"
+        group = self._queued.popleft()
+        self._session.run(group)
+        return group
+
+    def close(self) -> None:
+        self._queued.clear()
+
+
+def executor_for(exp: Experiment) -> Executor:
+    """The executor `exp.executor` names (the Ray one connects to its cluster here)."""
+    spec = exp.executor
+    if spec.kind == "local-gpus":
+        from servetune.tune.local_gpus import LocalGpusExecutor
+
+        return LocalGpusExecutor(exp, spec.gpus)
+    if spec.kind == "ray":
+        from servetune.load.transport import require_ray
+
+        require_ray("executor ray")
+        from servetune.tune.ray_executor import RayExecutor
+
+        return RayExecutor(exp, spec.address, spec.resource)
+    return LocalExecutor()

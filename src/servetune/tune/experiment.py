@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from servetune.engines.config import EngineName, FlagValue
 from servetune.errors import ServetuneError
@@ -91,6 +91,64 @@ class HardwareSpec(_Strict):
         """How many GPUs a config takes (0 on CPU): what GPU-minutes, the planner and the deploy files count."""
         placed = self.placement(flags)
         return placed.gpus if placed else 0
+
+    def slot_size(self, flags: Mapping[str, object]) -> int:
+        """How many devices a launch of this config occupies while it runs, for the executors that run launches
+        side by side: its world size (TP x PP x DP, by `plan.placement`), not the count given (a TP1 config on
+        `H200x4` holds one GPU); 1 on CPU, where each launch still takes a slot of its own."""
+        placed = self.placement(flags)
+        return placed.world_size if placed else 1
+
+
+ExecutorKind = Literal["local", "local-gpus", "ray"]
+
+
+class ExecutorSpec(_Strict):
+    """Where the launch groups run (`executor:`, or `tune --executor`): one after another here (`local`), side by
+    side on this host's GPUs (`local-gpus`), or as Ray tasks on the nodes of a Ray cluster (`ray`). Where a trial
+    runs is not part of the experiment: a folder started on one executor resumes on another."""
+
+    kind: ExecutorKind = "local"
+    gpus: tuple[str, ...] | None = Field(
+        default=None,
+        description="local-gpus: the GPU ids to share out (CUDA_VISIBLE_DEVICES values, NVML order); default: "
+        "every GPU NVML sees.",
+    )
+    address: str | None = Field(
+        default=None, description="ray: the cluster's address (`ray.init`); default: RAY_ADDRESS, else `auto`."
+    )
+    resource: str = Field(
+        default="GPU",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_.:-]*$",
+        description="ray: the resource a launch group asks for, one unit per GPU it occupies (`GPU` = num_gpus); "
+        "a custom resource of `ray start --resources` on CPU-only clusters.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_kind(cls, data: Any) -> Any:
+        # Shorthand: `executor: ray`.
+        return {"kind": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _keys_of_its_kind(self) -> ExecutorSpec:
+        if self.gpus is not None and self.kind != "local-gpus":
+            raise ValueError(f"gpus is for executor local-gpus (the executor is {self.kind})")
+        if self.gpus is not None and (not self.gpus or len(set(self.gpus)) != len(self.gpus) or "" in self.gpus):
+            raise ValueError(f"gpus must list distinct GPU ids, e.g. [0, 1] (got {list(self.gpus)})")
+        if (self.address is not None or self.resource != "GPU") and self.kind != "ray":
+            raise ValueError(f"address and resource are for executor ray (the executor is {self.kind})")
+        return self
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: Any) -> Any:
+        # `gpus: [0, 1]` and `--gpus 0,1` both give CUDA_VISIBLE_DEVICES values.
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            return tuple(str(v).strip() for v in value)
+        return value
 
 
 class SuiteSpec(_Strict):
@@ -301,6 +359,7 @@ class Experiment(_Strict):
         default=False,
         description="Pass flags servetune's tables do not list untouched (known flags are still checked).",
     )
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
 
     def resolved_objective(self) -> Objective:
         """The objective as (probe, figure, goal); a name is one a probe declares (checked by the loader)."""

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from servetune.errors import ServetuneError
 from servetune.tune.checks import check_experiment
-from servetune.tune.experiment import Experiment
+from servetune.tune.experiment import ExecutorSpec, Experiment
 from servetune.tune.issues import Issue, KeyPath
 
 
@@ -193,3 +193,30 @@ def load_experiment(path: str | Path) -> Experiment:
     except OSError as err:
         raise ServetuneError(f"cannot read {path}: {err.strerror}", "check the file's permissions") from None
     return parse_experiment(text, str(path))
+
+
+def with_executor(
+    exp: Experiment,
+    *,
+    kind: str | None = None,
+    gpus: str | None = None,
+    address: str | None = None,
+    resource: str | None = None,
+) -> Experiment:
+    """The experiment with the command line's executor options over its file's `executor:` (another kind starts
+    from that kind's defaults). Where it runs is not the experiment's identity: a resume may change it."""
+    given = {"gpus": gpus, "address": address, "resource": resource}
+    if kind is None and all(v is None for v in given.values()):
+        return exp
+    spec = exp.executor
+    data: dict[str, Any] = spec.model_dump(exclude_defaults=True) if kind in (None, spec.kind) else {}
+    data.update({"kind": kind or spec.kind, **{k: v for k, v in given.items() if v is not None}})
+    try:
+        chosen = ExecutorSpec.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ServetuneError(
+            f"executor options: {first['msg'].removeprefix('Value error, ')}",
+            "--executor local|local-gpus|ray; --gpus IDS goes with local-gpus, --ray-address/--ray-resource with ray",
+        ) from None
+    return exp.model_copy(update={"executor": chosen})

@@ -1,7 +1,10 @@
-"""The tuning loop, thin on purpose: for each stage, ask its variant source for a batch, plan the batch (planner
-check, estimates, launch groups), hand the launch groups to the executor, tell the source how each variant did,
-and carry the stage's winner into the next stage as its base. Everything it does is stored as it happens, so
-`resume=True` repeats nothing; the reports are written by the caller (`servetune.report`), not here.
+"""The tuning loop, thin on purpose: for each stage, ask its variant source for a batch while the executor has
+room, plan the batch (planner check, estimates, launch groups), submit the launch groups, tell the source how
+each variant did as its group ends, and carry the stage's winner into the next stage as its base. A matrix or a
+grid is one batch (every group submitted at once, run as the executor can); a search asks for another trial
+whenever a slot is free, so several trials are in flight on several slots (Optuna's TPE with the constant
+liar for the pending ones: `tune.search`). Everything is stored as it happens, so `resume=True` repeats
+nothing; the reports are written by the caller (`servetune.report`), not here.
 """
 
 from __future__ import annotations
@@ -14,14 +17,14 @@ from pathlib import Path
 from servetune.engines.config import EngineConfig
 from servetune.secrets import Redactor
 from servetune.tune.estimates import ESTIMATE_PROBE, Predictor, predictor
-from servetune.tune.executor import Executor, LocalExecutor
+from servetune.tune.executor import Executor, executor_for
 from servetune.tune.experiment import Experiment, Stage
 from servetune.tune.plan import BatchPlan, plan_batch
 from servetune.tune.progress import Emit, Progress
 from servetune.tune.rank import Ranking, rank
 from servetune.tune.result import RunResult, VariantRecord
 from servetune.tune.session import Launcher, LaunchSession, default_launcher
-from servetune.tune.sources import Feasible, SearchSource, source_for
+from servetune.tune.sources import Feasible, SearchSource, VariantSource, source_for
 from servetune.tune.store import FINISHED, STORE_NAME, Store
 from servetune.tune.variants import Variant, base_config
 
@@ -37,8 +40,9 @@ class Outcome:
 
 
 def fingerprint(exp: Experiment) -> str:
-    """Identity of an experiment's content: a resumed run must be the same experiment."""
-    return hashlib.sha256(exp.model_dump_json().encode()).hexdigest()[:16]
+    """Identity of an experiment's content: a resumed run must be the same experiment (where it runs is not
+    its content: a folder started on one executor resumes on another)."""
+    return hashlib.sha256(exp.model_dump_json(exclude={"executor"}).encode()).hexdigest()[:16]
 
 
 def default_feasibility(exp: Experiment) -> Feasible | None:
@@ -79,8 +83,12 @@ def run_experiment(
     retry_failed: bool = False,
 ) -> Outcome:
     """Runs (or resumes) an experiment into `out_dir`. `launcher` and `feasibility` default to the real engines
-    and the planner; `reorder=False` keeps the declared order (the ordering benchmark); `retry_failed` (with
-    `resume`) runs variants that failed in an earlier session again (a transient crash), keeping their runs."""
+    and the planner; `executor` defaults to the one `exp.executor` names (a launcher given here is the local
+    executor's: the others launch real engines where they run); `reorder=False` keeps the declared order (the
+    ordering benchmark); `retry_failed` (with `resume`) runs variants that failed in an earlier session again (a
+    transient crash), keeping their runs."""
+    if launcher is not None and (executor is not None or exp.executor.kind != "local"):
+        raise ValueError("a launcher is the local executor's: the other executors launch where they run")
     out_dir.mkdir(parents=True, exist_ok=True)
     store = Store(out_dir / STORE_NAME, redactor=Redactor.of(exp))
     try:
@@ -94,12 +102,16 @@ def run_experiment(
         session = LaunchSession(
             exp, out_dir, store, progress, launcher or default_launcher(lambda line: emit(f"  engine: {line}")), emit
         )
-        loop = _Loop(exp, store, session, executor or LocalExecutor(), feasibility or default_feasibility(exp), reorder)
-        loop.run()
+        runner = executor or executor_for(exp)
+        try:
+            runner.bind(session, store)
+            _Loop(exp, store, session, progress, runner, feasibility or default_feasibility(exp), reorder).run()
+        finally:
+            runner.close()
         records = store.records()
     finally:
         store.close()
-    return Outcome(out_dir, records, rank(exp, records), session.launches)
+    return Outcome(out_dir, records, rank(exp, records), progress.done_launches)
 
 
 @dataclass
@@ -107,6 +119,7 @@ class _Loop:
     exp: Experiment
     store: Store
     session: LaunchSession
+    progress: Progress
     executor: Executor
     feasibility: Feasible | None
     reorder: bool
@@ -130,18 +143,27 @@ class _Loop:
             for record in self._stage_records(stage):
                 if record.status in FINISHED:
                     source.replay(record.variant, self._value(record), record.gpu_minutes)
-        while batch := source.ask():
-            plan = plan_batch(
-                self.exp,
-                batch,
-                feasibility=self.feasibility,
-                predictor=None if isinstance(source, SearchSource) else predict,
-                reorder=self.reorder,
-            )
-            self._run_batch(plan)
-            for variant in batch:
-                record = self.store.record(variant.key())
-                source.tell(variant, self._value(record), record.gpu_minutes)
+        while True:
+            while self.executor.has_room() and (batch := source.ask()):
+                plan = plan_batch(
+                    self.exp,
+                    batch,
+                    feasibility=self.feasibility,
+                    predictor=None if isinstance(source, SearchSource) else predict,
+                    reorder=self.reorder,
+                )
+                groups = self._register(plan)
+                launched = {v.key() for group in groups for v in group}
+                for variant in batch:
+                    if variant.key() not in launched:
+                        self._tell(source, variant)
+                for group in groups:
+                    self.executor.submit(group)
+            finished = self.executor.wait()
+            if finished is None:
+                break
+            for variant in finished:
+                self._tell(source, variant)
         if isinstance(source, SearchSource):
             for variant, reasons in source.rejected:
                 self.store.add_variant(variant, self.store.next_position())
@@ -149,8 +171,8 @@ class _Loop:
         winner = rank(self.exp, self._stage_records(stage)).winner
         return winner.record.variant if winner else None
 
-    def _run_batch(self, plan: BatchPlan) -> None:
-        """Registers the batch (estimate-only and infeasible variants with their reasons), then runs the launch
+    def _register(self, plan: BatchPlan) -> list[list[Variant]]:
+        """Registers the batch (estimate-only and infeasible variants with their reasons) and returns the launch
         groups of what is not finished yet."""
         start = self.store.next_position()
         for offset, planned in enumerate(plan.planned):
@@ -182,12 +204,16 @@ class _Loop:
         groups = [[v for v in group if self.store.status(v.key()) not in FINISHED] for group in plan.launch_groups]
         groups = [g for g in groups if g]
         todo = [v for g in groups for v in g]
-        progress = self.session.progress
+        progress = self.progress
         progress.plan(
             self.exp.suite.probes.enabled(), self.exp.suite.repeats * len(todo), len(groups), len(plan.planned)
         )
         progress.variants_done += len(plan.planned) - len(todo)
-        self.executor.run(groups, self.session)
+        return groups
+
+    def _tell(self, source: VariantSource, variant: Variant) -> None:
+        record = self.store.record(variant.key())
+        source.tell(variant, self._value(record), record.gpu_minutes)
 
     def _stage_records(self, stage: Stage) -> list[VariantRecord]:
         return [r for r in self.store.records() if r.variant.stage == stage.name]

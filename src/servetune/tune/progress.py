@@ -35,6 +35,10 @@ class Progress:
         self.done_launches += 1
         self._launch_s.append(seconds)
 
+    def variant_done(self) -> None:
+        """A variant finished (done or failed)."""
+        self.variants_done += 1
+
     def ran(self, probe: str, seconds: float) -> None:
         self.done_runs[probe] += 1
         self._run_s[probe].append(seconds)

@@ -24,6 +24,16 @@ class Failure(BaseModel):
     during: str = Field(default="launch", description="launch, or the probe that was running.")
 
 
+class LostAttempt(BaseModel):
+    """A launch that ended without its slot's answer (the Ray node died, the slot's process or task was lost):
+    its variants were recorded failed with this cause, then launched once more elsewhere."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ran_on: str
+    failure: Failure
+
+
 class RunResult(BaseModel):
     """(variant, probe, repeat) → the probe's figures, as stored the moment it finishes."""
 
@@ -54,6 +64,10 @@ class VariantRecord(BaseModel):
     gpu_minutes: float = 0.0
     facts: dict[str, Any] = Field(default_factory=dict, description="Engine startup facts (KV cache size...).")
     estimated: bool = Field(default=False, description="Judged by the simulator's estimate only.")
+    ran_on: str | None = Field(
+        default=None, description="Where its last launch ran: this host, its GPUs or its Ray node, and the engine pid."
+    )
+    lost: list[LostAttempt] = Field(default_factory=list, description="Launches lost on the way (then retried).")
     runs: list[RunResult] = Field(default_factory=list)
 
     @property

@@ -3,7 +3,13 @@
 The runner asks for a point, the planner may reject it before any launch (told as failed, costs nothing),
 otherwise the runner measures it and tells the objective (or None for a failure or an SLO miss, which TPE
 then avoids).  On `--resume` the finished trials are replayed from the store, so the study continues where
-it stopped instead of starting over."""
+it stopped instead of starting over.
+
+Several trials in flight (an executor with several slots asks again before the first answer): the asked, not
+yet told trials stay open in the study, and TPE's constant liar (`constant_liar=True`) counts each as if it had
+the worst value seen, so the next point is not drawn on top of one being measured. With one trial at a time
+nothing is pending and the liar changes nothing. Open trials count against `max_trials`; the GPU-minutes budget
+is checked on finished trials only, so a cluster can overshoot it by the trials in flight when it is reached."""
 
 from __future__ import annotations
 
@@ -73,7 +79,10 @@ class SearchSession:
         self._study = optuna.create_study(
             direction="maximize" if goal == "max" else "minimize",
             sampler=optuna.samplers.TPESampler(
-                seed=search.seed, n_startup_trials=min(5, search.max_trials), constraints_func=_violation
+                seed=search.seed,
+                n_startup_trials=min(5, search.max_trials),
+                constraints_func=_violation,
+                constant_liar=True,
             ),
         )
         self._open: dict[str, Any] = {}
@@ -95,7 +104,8 @@ class SearchSession:
         self.spent_gpu_minutes += gpu_minutes
 
     def exhausted(self) -> bool:
-        return self.trials >= self.search.max_trials or self.spent_gpu_minutes >= self.search.budget_gpu_minutes
+        trials = self.trials + len(self._open)
+        return trials >= self.search.max_trials or self.spent_gpu_minutes >= self.search.budget_gpu_minutes
 
     def ask(self) -> dict[str, Any] | None:
         """The next point worth measuring, or None when the budget or trial count is spent.  Points the

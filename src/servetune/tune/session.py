@@ -3,8 +3,10 @@ the group that is not stored yet → stop. Each probe run lands in the store the
 failure or an engine death is recorded with the engine adapter's failure class and the log lines that prove it,
 and the variants the dead engine could not serve are launched again.
 
-A session needs only its experiment, its folder and a launcher, so an executor may run it anywhere (the local
-machine today; a GPU slot or a Ray worker later).
+A session needs only its experiment, a folder for the engine logs, a launcher and somewhere to record, so an
+executor may run it anywhere: here against the store itself (`local`), or in a slot process on a GPU set of
+this host or on a Ray node, against a relay that sends every call back to the one process that writes the
+store (`tune.relay`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
@@ -27,9 +29,8 @@ from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
 from servetune.suite.spec import ProbeContext, get_probe
 from servetune.tune.experiment import Experiment
-from servetune.tune.progress import Emit, Progress, stopwatch
-from servetune.tune.result import Failure, RunResult
-from servetune.tune.store import Store
+from servetune.tune.progress import Emit, stopwatch
+from servetune.tune.result import Failure, RunResult, VariantStatus
 from servetune.tune.variants import Variant
 from servetune.tune.virtual import VirtualEngine
 
@@ -43,6 +44,41 @@ Launcher = Callable[[EngineConfig, Path, float], "Engine"]
 the simulator in process (`tune.virtual.virtual_launcher`)."""
 
 TIME_SCALE_FLAG = "time-scale"
+
+
+class Recorder(Protocol):
+    """Where a session's outcomes go: the store (`tune.store.Store`), or a relay to the process that owns it."""
+
+    def finished_runs(self, key: str) -> set[tuple[str, int]]: ...
+
+    def set_status(
+        self,
+        key: str,
+        status: VariantStatus,
+        *,
+        failure: Failure | None = None,
+        launch_s: float | None = None,
+        wall_s: float | None = None,
+        gpu_minutes: float | None = None,
+        facts: dict[str, Any] | None = None,
+        ran_on: str | None = None,
+    ) -> None: ...
+
+    def add_run(self, run: RunResult) -> None: ...
+
+
+class Tracker(Protocol):
+    """The progress a session reports (`tune.progress.Progress`, or a relay to the process that shows it)."""
+
+    def say(self, variant: str, what: str) -> None: ...
+
+    def launched(self, seconds: float) -> None: ...
+
+    def ran(self, probe: str, seconds: float) -> None: ...
+
+    def skip(self, probe: str, repeats: int = 1) -> None: ...
+
+    def variant_done(self) -> None: ...
 
 
 def time_scale(config: EngineConfig) -> float:
@@ -72,15 +108,16 @@ def default_launcher(emit: Emit) -> Launcher:
 
 @dataclass
 class LaunchSession:
-    """Runs launch groups of one experiment into its store."""
+    """Runs launch groups of one experiment; engine logs go to `out_dir/logs`, outcomes to `store`."""
 
     exp: Experiment
     out_dir: Path
-    store: Store
-    progress: Progress
+    store: Recorder
+    progress: Tracker
     launcher: Launcher
     emit: Emit = print
-    launches: int = 0
+    where: str = "local"
+    """Where the session runs (this host, a GPU set, a Ray node): recorded with each launch's engine pid."""
 
     def run(self, group: list[Variant]) -> None:
         """Launches once per engine life and runs every variant of the group until each is done or failed."""
@@ -95,18 +132,19 @@ class LaunchSession:
             self.store.set_status(variant.key(), "running")
         self.progress.say(first.name, "launching engine")
         clock = stopwatch()
-        log_dir = self.out_dir / "logs" / _safe(first.name)
+        log_dir = self.out_dir / "logs" / safe_name(first.name)
         try:
             with self.launcher(resolve_model(first.config), log_dir, self.exp.engine.startup_timeout_s) as engine:
                 launch_s = clock()
-                self.launches += 1
                 self.progress.launched(launch_s)
                 facts = _facts(engine)
+                pid = "simulated in process" if isinstance(engine, VirtualEngine) else f"engine pid {engine.pid}"
+                ran_on = f"{self.where}; {pid}"
                 asyncio.run(warm_up(ProbeContext(self._backend(first, engine, facts)), self.exp.suite.warmup_requests))
                 for position, variant in enumerate(group):
-                    self.store.set_status(variant.key(), "running", launch_s=launch_s, facts=facts)
+                    self.store.set_status(variant.key(), "running", launch_s=launch_s, facts=facts, ran_on=ran_on)
                     died = self._run_suite(variant, engine, facts, launch_s if position == 0 else 0.0)
-                    self.progress.variants_done += 1
+                    self.progress.variant_done()
                     if died:
                         return group[position + 1 :]
         except EngineLaunchError as err:
@@ -222,7 +260,8 @@ def _seed(variant: Variant, repeat: int) -> int:
     return int(digest[:8], 16)
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """A variant's name as a file name (its engine logs' folder)."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
 
 

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from servetune.errors import ServetuneError
 from servetune.secrets import Redactor
-from servetune.tune.result import Failure, RunResult, VariantRecord, VariantStatus
+from servetune.tune.result import Failure, LostAttempt, RunResult, VariantRecord, VariantStatus
 from servetune.tune.variants import Variant
 
 _SCHEMA = """
@@ -27,11 +27,13 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS variants (
   key TEXT PRIMARY KEY, position INTEGER NOT NULL, variant TEXT NOT NULL, status TEXT NOT NULL,
   failure TEXT, skip_reasons TEXT, launch_s REAL, wall_s REAL, gpu_minutes REAL NOT NULL DEFAULT 0,
-  facts TEXT, estimated INTEGER NOT NULL DEFAULT 0, updated REAL NOT NULL);
+  facts TEXT, estimated INTEGER NOT NULL DEFAULT 0, updated REAL NOT NULL, ran_on TEXT);
 CREATE TABLE IF NOT EXISTS runs (
   variant_key TEXT NOT NULL, probe TEXT NOT NULL, repeat INTEGER NOT NULL, result TEXT NOT NULL,
   wall_s REAL NOT NULL, finished REAL NOT NULL, time_scale REAL NOT NULL DEFAULT 1,
   PRIMARY KEY (variant_key, probe, repeat));
+CREATE TABLE IF NOT EXISTS lost (
+  variant_key TEXT NOT NULL, ran_on TEXT NOT NULL, failure TEXT NOT NULL, at REAL NOT NULL);
 """
 
 FINISHED: tuple[VariantStatus, ...] = ("done", "failed", "skipped")
@@ -67,6 +69,9 @@ class Store:
                 columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
                 if "time_scale" not in columns:  # a folder from before runs recorded the simulator's time scale
                     self._db.execute("ALTER TABLE runs ADD COLUMN time_scale REAL NOT NULL DEFAULT 1")
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(variants)")}
+                if "ran_on" not in columns:  # a folder from before launches recorded where they ran
+                    self._db.execute("ALTER TABLE variants ADD COLUMN ran_on TEXT")
         except sqlite3.DatabaseError as err:
             raise ServetuneError(
                 f"{path} cannot be read as a servetune store ({err})",
@@ -144,6 +149,7 @@ class Store:
         gpu_minutes: float | None = None,
         facts: dict[str, Any] | None = None,
         estimated: bool | None = None,
+        ran_on: str | None = None,
     ) -> None:
         fields: dict[str, Any] = {"status": status, "updated": time.time()}
         if failure is not None:
@@ -157,6 +163,8 @@ class Store:
             fields["facts"] = json.dumps(facts, default=str)
         if estimated is not None:
             fields["estimated"] = int(estimated)
+        if ran_on is not None:
+            fields["ran_on"] = ran_on
         assignments = ", ".join(f"{name} = ?" for name in fields)
         self._db.execute(f"UPDATE variants SET {assignments} WHERE key = ?", (*fields.values(), key))
 
@@ -165,6 +173,11 @@ class Store:
         rows = self._db.execute("SELECT key, variant FROM variants WHERE status = 'failed'").fetchall()
         self._db.execute("UPDATE variants SET status = 'pending', failure = NULL WHERE status = 'failed'")
         return [json.loads(variant)["name"] for _, variant in rows]
+
+    def add_lost(self, key: str, lost: LostAttempt) -> None:
+        """Keeps a lost launch of a variant (its node or task died) beside the variant's later outcome."""
+        failure = json.dumps(self.redactor.data(lost.failure.model_dump(mode="json")))
+        self._db.execute("INSERT INTO lost VALUES (?, ?, ?, ?)", (key, lost.ran_on, failure, time.time()))
 
     def status(self, key: str) -> VariantStatus | None:
         row = self._db.execute("SELECT status FROM variants WHERE key = ?", (key,)).fetchone()
@@ -207,12 +220,15 @@ class Store:
     # read back ----------------------------------------------------------------------------------
     def records(self) -> list[VariantRecord]:
         """Every variant with its runs, in run order."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(variants)")}
+        ran_on_column = "ran_on" if "ran_on" in columns else "NULL"  # a read-only store from before ran_on
         rows = self._db.execute(
             "SELECT key, position, variant, status, failure, skip_reasons, launch_s, wall_s, gpu_minutes, facts,"
-            " estimated FROM variants ORDER BY position"
+            f" estimated, {ran_on_column} FROM variants ORDER BY position"
         ).fetchall()
+        lost = self._lost()
         out = []
-        for key, position, variant, status, failure, skips, launch_s, wall_s, gpu_min, facts, estimated in rows:
+        for key, position, variant, status, failure, skips, launch_s, wall_s, gpu_min, facts, estimated, ran_on in rows:
             out.append(
                 VariantRecord(
                     variant=Variant.model_validate_json(variant),
@@ -225,9 +241,20 @@ class Store:
                     gpu_minutes=gpu_min or 0.0,
                     facts=json.loads(facts) if facts else {},
                     estimated=bool(estimated),
+                    ran_on=ran_on,
+                    lost=lost.get(key, []),
                     runs=self.runs(key),
                 )
             )
+        return out
+
+    def _lost(self) -> dict[str, list[LostAttempt]]:
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "lost" not in tables:  # a read-only store from before lost launches were kept
+            return {}
+        out: dict[str, list[LostAttempt]] = {}
+        for key, ran_on, failure in self._db.execute("SELECT variant_key, ran_on, failure FROM lost ORDER BY at"):
+            out.setdefault(key, []).append(LostAttempt(ran_on=ran_on, failure=Failure.model_validate_json(failure)))
         return out
 
     def record(self, key: str) -> VariantRecord:

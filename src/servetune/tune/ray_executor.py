@@ -1,0 +1,129 @@
+"""`ray`: each launch group a Ray task on a node of an existing cluster, asking for the GPUs its launch occupies
+(`num_gpus`, or a custom resource on CPU-only clusters: `executor.resource`), so Ray does the placement, the
+resource accounting and the transport, not servetune.
+
+On its node the task starts a slot process (`tune.slot`): the engine launches there, the probes run from there
+(the network between the driver and the node does not bias a latency), and every message of its session streams
+back through the task's generator as it happens, the driver recording each finished run in its store. Engine
+logs come back at the end of the group (nodes need not share the experiment folder); engines and models must be
+at the same paths on every node, with servetune[ray] installed there at the same version.
+
+A lost node (`NodeDiedError`) or task (any other Ray error) ends the stream with `Lost`: the base records the
+cause and retries the group once on another node (`NodeAffinitySchedulingStrategy`, when one has room), so
+Ray's own task retries are off (`max_retries=0`: a streaming task retried by Ray would replay its messages).
+A driver that dies takes its tasks with it (Ray kills an owner's tasks; the slot and its engine die with the
+task's worker), and `tune --resume` starts over from the store: no finished run is repeated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import NodeDiedError, RayError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from servetune.load.ray_transport import alive_nodes, connect, first_line, node_name
+from servetune.tune.experiment import Experiment
+from servetune.tune.fanout import Fanout, Handle, Job, log_path
+from servetune.tune.relay import End, Logs, Lost, Message
+from servetune.tune.slot import Slot, SlotJob
+from servetune.tune.variants import Variant
+
+LOG_TAIL_BYTES = 4 * 2**20
+"""Of an engine log bigger than this, the end comes back to the driver (where a failure's proof is)."""
+
+
+def _logs(root: Path) -> dict[str, bytes]:
+    files = {}
+    for path in sorted((root / "logs").rglob("*")):
+        if path.is_file():
+            with path.open("rb") as handle:
+                handle.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
+                files[str(path.relative_to(root))] = handle.read()
+    return files
+
+
+@ray.remote(max_retries=0)
+def run_group(
+    exp: Experiment, group: tuple[Variant, ...], done: dict[str, set[tuple[str, int]]], slot_log: str
+) -> Iterator[Message]:
+    """The Ray task of one launch group, on its node: a slot process, its messages streamed back, the logs last."""
+    node = ray.get_runtime_context().get_node_id()
+    with tempfile.TemporaryDirectory(prefix="servetune-slot-") as tmp:
+        root = Path(tmp)
+        slot = Slot.start(SlotJob(exp, group, done, root, f"ray node {node_name(node)}", node), root / slot_log)
+        try:
+            for message in slot.messages():
+                if isinstance(message, End | Lost):
+                    yield Logs(_logs(root))
+                yield message
+        finally:
+            slot.stop()
+
+
+class _Task:
+    """A running `run_group` task, seen from the driver (a feeder thread drains its messages)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def messages(self) -> Iterator[Message]:
+        try:
+            for ref in self.stream:
+                yield ray.get(ref)
+        except NodeDiedError as err:
+            yield Lost("node_lost", first_line(err))
+        except RayError as err:
+            yield Lost("task_lost", first_line(err))
+
+    def stop(self) -> None:
+        with contextlib.suppress(RayError):  # over already, or its node gone: nothing left to cancel
+            ray.cancel(self.stream)
+
+
+class RayExecutor(Fanout):
+    """Launch groups as Ray tasks, one per group, each asking for the `resource` its launch occupies."""
+
+    def __init__(self, exp: Experiment, address: str | None, resource: str = "GPU") -> None:
+        super().__init__(exp)
+        self.resource = resource
+        self._connected = connect(address)
+
+    def _amounts(self) -> list[tuple[str, float]]:
+        return [(n.id, n.resources.get(self.resource, 0.0)) for n in alive_nodes()]
+
+    def capacity(self, need: int) -> int:
+        return sum(int(amount // max(1, need)) for _, amount in self._amounts())
+
+    def describe(self, need: int) -> str:
+        nodes = ", ".join(f"{node_name(node)}: {amount:g}" for node, amount in self._amounts())
+        return f"no node of the Ray cluster has {need} {self.resource} ({nodes or 'no node'})"
+
+    def claim(self, job: Job) -> tuple[str, ...] | None:
+        """Anywhere (Ray queues the task until a node has room), except after a loss: a node other than the
+        one lost, with enough of the resource, when the cluster has one."""
+        if not job.avoid:
+            return ()
+        others = [node for node, amount in self._amounts() if node not in job.avoid and amount >= job.need]
+        return (others[0],) if others else ()
+
+    def open(self, job: Job, claim: tuple[str, ...], done: dict[str, set[tuple[str, int]]]) -> Handle:
+        options: dict[str, Any] = {"max_retries": 0}
+        if self.resource == "GPU":
+            options["num_gpus"] = job.need
+        else:
+            options["resources"] = {self.resource: job.need}
+        if claim:
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(claim[0], soft=False)
+        slot_log = str(log_path(Path("."), job))
+        return _Task(run_group.options(**options).remote(self.exp, tuple(job.todo), done, slot_log))
+
+    def close(self) -> None:
+        super().close()
+        if self._connected:
+            ray.shutdown()

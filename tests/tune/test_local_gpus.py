@@ -1,0 +1,203 @@
+"""The `local-gpus` executor on a CPU machine with fake GPU ids: its slot logic (which GPUs a launch of a given world
+size gets), its schema, and real llama.cpp launch groups side by side in slot processes — including a slot process
+killed mid-trial (recorded failed with its cause, retried on the other GPU, the experiment finishing)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from servetune.errors import ServetuneError
+from servetune.tune.experiment import ExecutorSpec
+from servetune.tune.loader import parse_experiment, with_executor
+from servetune.tune.local_gpus import LocalGpusExecutor, host_gpus, pick
+from servetune.tune.loop import fingerprint, run_experiment
+from servetune.tune.variants import base_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+TP = """
+name: tp
+engine: {{engine: vllm, model: /models/m, flags: {{tensor-parallel-size: {tp}}}}}
+hardware: {{gpu: H200}}
+executor: {{kind: local-gpus, gpus: [0, 1, 2, 3]}}
+variants: {{matrix: {{changes: {{a: {{max-num-seqs: 8}}}}}}}}
+"""
+
+
+def test_a_launch_gets_an_aligned_block_when_one_is_free() -> None:
+    gpus = ("0", "1", "2", "3")
+    assert pick(gpus, set(gpus), 2) == ("0", "1")
+    assert pick(gpus, {"2", "3"}, 2) == ("2", "3")
+    assert pick(gpus, {"1", "2"}, 2) == ("1", "2"), "no aligned pair free: any two"
+    assert pick(gpus, set(gpus), 4) == gpus and pick(gpus, {"0", "1", "2"}, 4) is None
+    assert pick(gpus, set(gpus), 1, avoid={"0"}) == ("1",), "not where the last launch was lost"
+    assert pick(gpus, {"0"}, 1, avoid={"0"}) is None, "it waits for another GPU"
+    assert pick(("0",), {"0"}, 1, avoid={"0"}) == ("0",), "unless there is no other"
+    assert pick(gpus, set(gpus), 2, avoid={"0", "1"}) == ("2", "3")
+    assert pick(gpus, set(gpus), 4, avoid={"0"}) == gpus
+
+
+def test_slots_are_the_world_size_of_each_launch() -> None:
+    exp = parse_experiment(TP.format(tp=2))
+    executor = LocalGpusExecutor(exp, exp.executor.gpus)
+    assert exp.hardware.slot_size({"tensor-parallel-size": 2}) == 2
+    assert exp.hardware.slot_size({}) == 1 and parse_experiment(TP.format(tp=1)).hardware.slot_size({}) == 1
+    assert executor.capacity(2) == 2 and executor.capacity(1) == 4 and executor.capacity(8) == 0
+    assert base_config(exp).flags["tensor-parallel-size"] == 2
+    wide = parse_experiment(TP.format(tp=8))
+    with pytest.raises(ServetuneError, match=r"needs 8 GPU\(s\).*local-gpus has 4: 0,1,2,3"):
+        LocalGpusExecutor(wide, wide.executor.gpus).submit([_variant(wide)])
+
+
+def _variant(exp: object) -> object:
+    from servetune.tune.sources import FixedSource, source_for
+
+    assert not isinstance(exp, str)
+    source = source_for(exp.variants.as_stages()[0], base_config(exp), exp.client, "max", None)  # type: ignore[attr-defined]
+    assert isinstance(source, FixedSource)
+    return source.ask()[0]
+
+
+def test_gpu_ids_come_from_the_option_then_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert host_gpus(("3", "5")) == ("3", "5")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 3")
+    assert host_gpus(None) == ("2", "3")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    if not __import__("servetune.hardware.nvml", fromlist=["read_devices"]).read_devices():
+        with pytest.raises(ServetuneError, match="found no GPU"):
+            host_gpus(None)
+
+
+def test_executor_keys_and_options() -> None:
+    assert ExecutorSpec.model_validate("ray").kind == "ray"
+    assert ExecutorSpec.model_validate({"kind": "local-gpus", "gpus": [0, 1]}).gpus == ("0", "1")
+    for bad in (
+        {"kind": "local", "gpus": [0]},
+        {"kind": "local-gpus", "gpus": []},
+        {"kind": "local-gpus", "address": "x"},
+    ):
+        with pytest.raises(ValueError):
+            ExecutorSpec.model_validate(bad)
+    exp = parse_experiment(TP.format(tp=1))
+    moved = with_executor(exp, kind="ray", address="10.0.0.1:6379", resource="fake_gpu")
+    assert moved.executor == ExecutorSpec(kind="ray", address="10.0.0.1:6379", resource="fake_gpu")
+    assert with_executor(exp, gpus="4,5").executor.gpus == ("4", "5"), "the file's kind, the option's GPUs"
+    assert fingerprint(moved) == fingerprint(exp), "where it runs is not the experiment: a resume may move it"
+    with pytest.raises(ServetuneError, match="gpus is for executor local-gpus"):
+        with_executor(exp, kind="local", gpus="0")
+
+
+def test_a_launcher_goes_with_the_local_executor_only(tmp_path: Path) -> None:
+    exp = parse_experiment(TP.format(tp=1))
+    with pytest.raises(ValueError, match="local executor"):
+        run_experiment(exp, tmp_path, launcher=lambda *a: None)  # type: ignore[arg-type, return-value]
+
+
+LLAMA = """
+name: slots
+engine:
+  engine: llamacpp
+  model: tiny
+  flags: {ctx-size: 16384, parallel: 2, threads: 1}
+client: {endpoint: completions, tokenizer: tiny}
+suite:
+  repeats: 2
+  warmup_requests: 1
+  probes:
+    short_latency: {max_tokens: 8}
+    decode_speed: {output_tokens: OUTPUT}
+objective: decode_tok_s
+executor: {kind: local-gpus, gpus: [7, 9]}
+variants:
+  matrix:
+    baseline: two-slots
+    changes:
+      four-slots: {parallel: 4}
+CHANGES
+"""
+
+
+@pytest.fixture
+def _cache(monkeypatch: pytest.MonkeyPatch, tiny_model: object) -> None:
+    monkeypatch.setenv("SERVETUNE_CACHE", os.environ.get("SERVETUNE_CACHE", str(REPO / ".servetune-cache")))
+
+
+def _children() -> set[psutil.Process]:
+    return set(psutil.Process().children(recursive=True))
+
+
+def _no_child_left(before: set[psutil.Process]) -> None:
+    """None of the processes this test started is left (the session's engine fixtures are not the test's)."""
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _children() - before
+
+
+@pytest.mark.engine
+@pytest.mark.usefixtures("_cache")
+def test_launch_groups_run_side_by_side_each_on_its_gpus(tmp_path: Path) -> None:
+    changes = "      one-slot: {parallel: 1}\n      three-slots: {parallel: 3}"
+    exp = parse_experiment(LLAMA.replace("OUTPUT", "64").replace("CHANGES", changes))
+    before = _children()
+    lines: list[str] = []
+    outcome = run_experiment(exp, tmp_path, emit=lines.append)
+    assert all(r.status == "done" and len(r.runs) == 4 for r in outcome.records)
+    devices = [r.ran_on.split("CUDA_VISIBLE_DEVICES=")[1].split(";")[0] for r in outcome.records if r.ran_on]
+    assert sorted(devices) == ["7", "7", "9", "9"], "each GPU held one launch at a time, both were used"
+    launching = [i for i, line in enumerate(lines) if "launching engine" in line]
+    first_done = next(i for i, line in enumerate(lines) if line.startswith("done "))
+    assert sum(i < first_done for i in launching) == 2, "two launches ran at once, no more"
+    assert outcome.launches == 4 and len(list((tmp_path / "logs").glob("*/llamacpp-*.log"))) == 4
+    _no_child_left(before)
+
+
+def _stored(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+            return int(con.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.engine
+@pytest.mark.usefixtures("_cache")
+def test_a_slot_killed_mid_trial_fails_its_run_and_it_is_retried_on_the_other_gpu(tmp_path: Path) -> None:
+    exp = parse_experiment(LLAMA.replace("OUTPUT", "2048").replace("CHANGES", ""))
+    before = _children()
+    killed: list[int] = []
+
+    def kill_a_slot() -> None:  # once the slots have stored 3 runs: mid-way through a decode_speed
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _stored(tmp_path / "servetune.db") < 3:
+            time.sleep(0.05)
+        slots = [p for p in psutil.Process().children() if "servetune.tune.slot" in " ".join(p.cmdline())]
+        os.kill(slots[0].pid, signal.SIGKILL)
+        killed.append(slots[0].pid)
+
+    killer = threading.Thread(target=kill_a_slot)
+    killer.start()
+    lines: list[str] = []
+    outcome = run_experiment(exp, tmp_path, emit=lines.append)
+    killer.join()
+    assert killed, "a slot process was killed"
+    lost = [r for r in outcome.records if r.lost]
+    assert len(lost) == 1 and all(r.status == "done" and len(r.runs) == 4 for r in outcome.records)
+    attempt = lost[0].lost[0]
+    assert attempt.failure.klass == "task_lost" and f"pid {killed[0]}" in attempt.failure.excerpt
+    assert "killed by signal 9" in attempt.failure.excerpt and attempt.failure.during.startswith(("short", "decode"))
+    first_gpu = attempt.ran_on.split("CUDA_VISIBLE_DEVICES=")[1].split(";")[0]
+    retry_gpu = (lost[0].ran_on or "").split("CUDA_VISIBLE_DEVICES=")[1].split(";")[0]
+    assert first_gpu != retry_gpu, "retried on the other GPU"
+    assert any(line.startswith(f"LOST {lost[0].variant.name}") for line in lines)
+    engine = int(attempt.ran_on.rsplit("engine pid ", 1)[1])
+    assert not psutil.pid_exists(engine) or psutil.Process(engine).status() == psutil.STATUS_ZOMBIE
+    _no_child_left(before)
