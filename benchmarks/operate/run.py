@@ -205,8 +205,15 @@ def write_md(r: dict) -> None:
         "Notes: a kill -9 is 'detected' when the `died` event is written, after the pool was already switched to the "
         "fast 503 (the nginx reload is in force once no old worker holds the listening socket, ~0.1 s here); a hang "
         "is detected after `failures` missed probes, so at most period + failures x (deadline + period). "
-        "'Old workers drained' counts from the reload on. These figures come from a shared 2-core machine "
-        "(another engineer's tests ran meanwhile): re-run without --quick on a quiet machine.",
+        "'Old workers drained' counts from the reload on. 'Back to ready' includes the supervisor's restart backoff "
+        "by design (`--backoff-base 0.2`: 0.2 s x 2^(n-1) before the n-th restart in a row, at most 60 s): every "
+        "fault here hits one serve, one after the other, so the later SIGSTOP restarts wait 6.4-51 s of backoff; "
+        "the time an engine takes to start again is the first rows'. "
+        + (
+            "--quick: fewer repeats, a check that the script works."
+            if r["quick"]
+            else "Run on a 2-core machine shared with other work (no other benchmark at the same time)."
+        ),
         "",
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
