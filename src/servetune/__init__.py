@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from servetune._exports import lazy_exports
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from servetune.errors import ServetuneError as ServetuneError
