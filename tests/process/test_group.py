@@ -87,11 +87,19 @@ _PARENT = textwrap.dedent("""
 """)
 
 
+def _ctrl_c_as_a_terminal_gives_it() -> None:
+    """SIGINT's default in the child: under `nohup`/`cmd &` (how CI may start pytest) the shell starts us with
+    SIGINT ignored, a child inherits that, and Python then never raises KeyboardInterrupt. The CLI restores it
+    itself (`cli/entry.py`); this bare-library parent is started as a terminal would start it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _parent(tmp_path: Path, tail: str) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
         [sys.executable, "-c", _PARENT.format(tail=tail), str(tmp_path / "child.log")],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_as_a_terminal_gives_it,  # noqa: PLW1509 - a signal disposition, no threads involved
     )
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline())
