@@ -35,6 +35,8 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))  # tests.scaleout.cluster: the loopback cluster of the tests
 sys.path.insert(0, str(ROOT / "src"))
 
+from tests.stats import json_schema  # noqa: E402  (the schema check the tests make)
+
 EXPERIMENT = """
 name: scaleout-bench
 engine:
@@ -59,28 +61,6 @@ variants:
 """
 
 
-def _shape(value: object) -> object:
-    """The keys of a JSON document, recursively (a list by the union of its items' keys): its schema, without the
-    values (which variant comes first, or which flags it changes, is not the schema)."""
-    if isinstance(value, dict):
-        return {k: _shape(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_merge([_shape(item) for item in value])] if value else []
-    return None
-
-
-def _merge(shapes: list[object]) -> object:
-    lists = [s for s in shapes if isinstance(s, list)]
-    if lists:
-        items = [item for s in lists for item in s]
-        return [_merge(items)] if items else []
-    dicts = [s for s in shapes if isinstance(s, dict)]
-    if not dicts:
-        return None
-    keys = sorted({k for d in dicts for k in d})
-    return {k: _merge([d[k] for d in dicts if k in d]) for k in keys}
-
-
 def tune(exp: Path, out: Path, env: dict[str, str], *options: str) -> dict[str, Any]:
     argv = [sys.executable, "-m", "servetune", "tune", str(exp), "--out", str(out), *options]
     start = time.monotonic()
@@ -99,7 +79,7 @@ def tune(exp: Path, out: Path, env: dict[str, str], *options: str) -> dict[str, 
         "engine_s": round(sum(v["wall_s"] or 0.0 for v in results["variants"]), 1),
         "ran_on": sorted({(v["ran_on"] or "").split("; engine pid")[0] for v in results["variants"]}),
         "statuses": sorted({v["status"] for v in results["variants"]}),
-        "shape": _shape({k: v for k, v in results.items() if k != "experiment"}),
+        "shape": json_schema({k: v for k, v in results.items() if k != "experiment"}),
     }
 
 

@@ -7,7 +7,6 @@ server, and checks that none is left afterwards.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import signal
 import time
@@ -15,6 +14,7 @@ import time
 import numpy as np
 import psutil
 import pytest
+from tests.stats import ks_exponential
 
 from servetune.errors import ServetuneError
 from servetune.load.runner import run_load
@@ -50,16 +50,6 @@ def no_worker_left():
 def _new_workers(before: set[int]) -> list[int]:
     """This test's worker processes: direct children that were not there before it (never a fixture's engine)."""
     return [p.pid for p in psutil.Process().children() if p.pid not in before]
-
-
-def ks_exponential(gaps: np.ndarray, rate: float) -> float:
-    """The Kolmogorov–Smirnov p-value of `gaps` against Exp(rate) (asymptotic distribution, Stephens' correction)."""
-    x = np.sort(gaps)
-    n = len(x)
-    cdf = 1 - np.exp(-rate * x)
-    d = max(np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n))
-    lam = (math.sqrt(n) + 0.12 + 0.11 / math.sqrt(n)) * d
-    return float(min(1.0, max(0.0, 2 * sum((-1) ** (k - 1) * math.exp(-2 * k * k * lam * lam) for k in range(1, 101)))))
 
 
 def test_ks_helper_tells_poisson_from_constant() -> None:

@@ -10,7 +10,6 @@ can reach 100 ms and the shape check can fail: re-run it on a quiet machine befo
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.scaleout.cluster import RayCluster
+from tests.stats import ks_exponential
 
 from servetune.load.shape import LoadShape
 
@@ -43,16 +43,6 @@ def mock_url(ray_cluster: RayCluster) -> Iterator[str]:
         mock.wait(timeout=10)
 
 
-def _ks_exponential(gaps: np.ndarray, rate: float) -> float:
-    """The Kolmogorov–Smirnov p-value of `gaps` against Exp(rate) (asymptotic, Stephens' correction)."""
-    x = np.sort(gaps)
-    n = len(x)
-    cdf = 1 - np.exp(-rate * x)
-    d = max(np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n))
-    lam = (math.sqrt(n) + 0.12 + 0.11 / math.sqrt(n)) * d
-    return float(min(1.0, max(0.0, 2 * sum((-1) ** (k - 1) * math.exp(-2 * k * k * lam * lam) for k in range(1, 101)))))
-
-
 def test_bench_over_two_nodes_delivers_the_poisson_rate_under_its_cap(
     ray_cluster: RayCluster, mock_url: str, tmp_path: Path
 ) -> None:
@@ -72,7 +62,7 @@ def test_bench_over_two_nodes_delivers_the_poisson_rate_under_its_cap(
     scheduled = np.array([r["scheduled_ns"] for r in measured]) / 1e9
     assert np.allclose(scheduled - scheduled[0], LoadShape.open(RATE, requests=REQUESTS, seed=SEED).arrivals(REQUESTS))
     dispatched = np.sort([r["dispatched_ns"] for r in measured]) / 1e9
-    assert _ks_exponential(np.diff(dispatched), RATE) > 0.01, "the arrivals handed out are Poisson at the rate"
+    assert ks_exponential(np.diff(dispatched), RATE) > 0.01, "the arrivals handed out are Poisson at the rate"
     sent = np.sort([r["sent_ns"] for r in measured]) / 1e9  # on the two workers' clocks: what the server saw
     delivered = (REQUESTS - 1) / (sent[-1] - sent[0])
     asked = (REQUESTS - 1) / (scheduled[-1] - scheduled[0])  # the seed's Poisson draw of the requested rate

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 from tests.scaleout.cluster import RayCluster
+from tests.stats import json_schema
 
 pytestmark = pytest.mark.engine
 
@@ -96,28 +97,6 @@ def _gone(pids: set[int], within_s: float = 30.0) -> set[int]:
         time.sleep(0.5)
 
 
-def _shape(value: object) -> object:
-    """The keys of a JSON document, recursively (a list by the union of its items' keys): its schema, without the
-    values (which variant comes first, or which flags it changes, is not the schema)."""
-    if isinstance(value, dict):
-        return {k: _shape(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_merge([_shape(item) for item in value])] if value else []
-    return None
-
-
-def _merge(shapes: list[object]) -> object:
-    lists = [s for s in shapes if isinstance(s, list)]
-    if lists:
-        items = [item for s in lists for item in s]
-        return [_merge(items)] if items else []
-    dicts = [s for s in shapes if isinstance(s, dict)]
-    if not dicts:
-        return None
-    keys = sorted({k for d in dicts for k in d})
-    return {k: _merge([d[k] for d in dicts if k in d]) for k in keys}
-
-
 def test_ray_runs_the_experiment_on_both_nodes_with_the_schema_and_ranking_of_local(
     ray_cluster: RayCluster, tmp_path: Path
 ) -> None:
@@ -134,7 +113,7 @@ def test_ray_runs_the_experiment_on_both_nodes_with_the_schema_and_ranking_of_lo
     here = json.loads((tmp_path / "local" / "results.json").read_text())
     for doc in (on_ray, here):
         doc["experiment"].pop("executor")
-    assert _shape(on_ray) == _shape(here)
+    assert json_schema(on_ray) == json_schema(here)
     assert all(v["status"] == "done" and v["rank"] is not None for v in on_ray["variants"])
     assert {v["name"] for v in on_ray["variants"]} == {v["name"] for v in here["variants"]}
     nodes = {re.search(r"ray node (127\.0\.0\.\d)", v["ran_on"]).group(1) for v in on_ray["variants"]}  # type: ignore[union-attr]
