@@ -57,6 +57,20 @@ def test_slots_are_the_world_size_of_each_launch() -> None:
         LocalGpusExecutor(wide, wide.executor.gpus).submit([_variant(wide)])
 
 
+def test_check_and_the_run_set_aside_a_launch_wider_than_the_gpus_given(tmp_path: Path) -> None:
+    """The plan both `tune --check` and the run use marks a TP8 change infeasible on 4 given GPUs, with the
+    reason; the run measures the rest (no launch here: feasibility is stubbed, the launcher refuses)."""
+    from servetune.tune.plan import plan_experiment
+
+    text = TP.format(tp=2).replace("changes: {a: {max-num-seqs: 8}}", "changes: {wide: {tensor-parallel-size: 8}}")
+    exp = parse_experiment(text)
+    plan = plan_experiment(exp, feasibility=lambda _: [], predictor=None)
+    fates = {p.variant.name: p for stage in plan.stages for p in stage.batch.planned}
+    assert fates["wide"].action == "infeasible" and fates["baseline"].action == "launch", fates
+    assert "needs 8 GPU(s) for one launch, but executor local-gpus has 4: 0,1,2,3" in fates["wide"].reasons[0]
+    assert "needs 8 GPU(s)" in "\n".join(plan.lines())
+
+
 def _variant(exp: object) -> object:
     from servetune.tune.sources import FixedSource, source_for
 

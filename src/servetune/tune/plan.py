@@ -65,7 +65,7 @@ def plan_batch(
     for variant in batch:
         key = variant.launch_key()
         if key not in verdicts:
-            verdicts[key] = feasibility(variant.config) if feasibility else []
+            verdicts[key] = [*_executor_room(exp, variant), *(feasibility(variant.config) if feasibility else [])]
         (infeasible if verdicts[key] else fit).append(variant)
     ordered = order_variants(fit) if reorder else list(fit)
     notes: list[str] = []
@@ -105,6 +105,20 @@ def plan_batch(
     ]
     planned += [PlannedVariant(v, "infeasible", tuple(verdicts[v.launch_key()])) for v in infeasible]
     return BatchPlan(batch[0].stage if batch else "", tuple(tuple(g) for g in groups), tuple(planned), tuple(notes))
+
+
+def _executor_room(exp: Experiment, variant: Variant) -> list[str]:
+    """Why a launch cannot run on the executor's GPUs, when they are known before the run (`local-gpus` with
+    its ids given): `--check` says so as the run does, instead of the run stopping at that batch. A Ray
+    cluster's resources are only known once connected; its executor refuses a too-wide launch then."""
+    gpus = exp.executor.gpus if exp.executor.kind == "local-gpus" else None
+    need = exp.hardware.slot_size(variant.config.flags)
+    if gpus is None or need <= len(gpus):
+        return []
+    return [
+        f"needs {need} GPU(s) for one launch, but executor local-gpus has {len(gpus)}: {','.join(gpus)} "
+        "(lower its parallel sizes, or give more --gpus)"
+    ]
 
 
 @dataclass(frozen=True)
