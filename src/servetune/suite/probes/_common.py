@@ -45,6 +45,12 @@ def speed_figures(prefix_label: str) -> tuple[Figure, ...]:
     )
 
 
+UNTIMED_DECODE = (
+    "every token arrived in one read (the client was busy while the engine streamed): TPOT is 0 by vLLM's "
+    "definition and decode tok/s cannot be timed; re-run on a less busy machine"
+)
+
+
 def speed_values(reply: Reply, requested: int) -> tuple[dict[str, float | None], list[str]]:
     """One generation's figures (vLLM's definitions) and a note when fewer tokens came than were asked."""
     n = reply.output_tokens
@@ -57,6 +63,8 @@ def speed_values(reply: Reply, requested: int) -> tuple[dict[str, float | None],
         "decode_tok_s": 1 / reply.tpot_s if reply.tpot_s else None,
     }
     notes = [] if n == requested else [f"asked for {requested} output tokens, got {n}: speed is per token received"]
+    if reply.tpot_s == 0:  # the first token and the end were read at once: no gap to time (a late client)
+        notes.append(UNTIMED_DECODE)
     return figures, notes
 
 
