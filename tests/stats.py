@@ -21,19 +21,19 @@ def ks_exponential(gaps: np.ndarray, rate: float) -> float:
 
 def json_schema(value: object) -> object:
     """The keys of a JSON document, recursively (a list by the union of its items' keys): its schema, without the
-    values (which variant comes first, or which flags it changes, is not the schema)."""
+    values (which variant comes first, or which flags it changes, is not the schema). An empty list and a list of
+    plain values have the same schema: a run that printed a warning and one that printed none agree."""
     if isinstance(value, dict):
         return {k: json_schema(v) for k, v in sorted(value.items())}
     if isinstance(value, list):
-        return [_merge([json_schema(item) for item in value])] if value else []
+        return [_merge([json_schema(item) for item in value])]
     return None
 
 
 def _merge(shapes: list[object]) -> object:
     lists = [s for s in shapes if isinstance(s, list)]
     if lists:
-        items = [item for s in lists for item in s]
-        return [_merge(items)] if items else []
+        return [_merge([item for s in lists for item in s])]
     dicts = [s for s in shapes if isinstance(s, dict)]
     if not dicts:
         return None
