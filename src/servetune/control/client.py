@@ -85,7 +85,12 @@ def normalize_base_url(url: str) -> str:
     """`http://host:port` from what a user pastes (`…/v1`, a trailing slash); an error for what is not a URL."""
     text = str(url).strip().rstrip("/")
     text = text.removesuffix("/v1").rstrip("/")
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as err:  # e.g. an unclosed IPv6 bracket: "http://[::1"
+        raise ServetuneError(
+            f"{url!r} is not a URL ({err})", "give http://HOST:PORT, e.g. http://127.0.0.1:8000"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ServetuneError(
             f"{url!r} is not an http(s) URL of a server", "give the server's base URL, e.g. http://127.0.0.1:8000"
