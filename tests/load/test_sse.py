@@ -107,3 +107,49 @@ def test_an_empty_last_token_with_the_finish_reason_counts_when_usage_says_so(
     assert state.chunk_ns == arrivals
     state.settle_closing_chunk(usage_tokens)
     assert state.chunk_ns == arrivals, "settled once"
+
+
+def _one_event_per_read(events: list[bytes]) -> StreamState:
+    """Each event alone in its read, the way a paced stream arrives (the inline path's case)."""
+    state = StreamState(stream=True, keep_outputs=True)
+    state.on_head(200, {"content-type": "text/event-stream"})
+    for k, event in enumerate(events):
+        state.on_body(b"data: " + event + b"\n\n", k)
+    return state
+
+
+def test_the_learnt_token_prefix_never_takes_a_non_token_and_follows_a_changing_stream() -> None:
+    """The inline path recognises a token by the bytes its stream's token events start with. What shares those
+    bytes but is no token (an empty string, the closing chunk) is not taken, a field that changes before the
+    text (a per-chunk counter) only sends events to the full scan, and a change of key is followed."""
+    head = b'{"id":"cmpl-1","created":7,"choices":[{"index":0,"text":"'
+    events = [
+        head + b' a","finish_reason":null}]}',
+        head + b' b","finish_reason":null}]}',
+        head + b'","finish_reason":null}]}',  # an empty-text token: an arrival all the same (vLLM)
+        head + b' c","finish_reason":null}]}',
+        head + b'","finish_reason":"length"}]}',  # the closing chunk
+        b'{"id":"cmpl-1","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":4}}',
+    ]
+    state = _one_event_per_read(events)
+    facts = parse_final(state)
+    state.settle_closing_chunk(facts["usage"]["completion_tokens"])
+    assert state.chunk_ns == [0, 1, 2, 3]  # four tokens, as usage says: the closing chunk is none of them
+    assert facts["finish_reason"] == "length" and facts["text"] == " a b c"
+    varying = [b'{"n":%d,"choices":[{"index":0,"text":" t%d"}]}' % (k, k) for k in range(5)]
+    assert _one_event_per_read(varying).chunk_ns == [0, 1, 2, 3, 4]
+    switched = [b'{"choices":[{"delta":{"reasoning_content":" r"}}]}'] * 2
+    switched += [b'{"choices":[{"delta":{"content":" x"}}]}'] * 3
+    state = _one_event_per_read(switched)
+    assert state.chunk_ns == [0, 1, 2, 3, 4] and state.reasoning_chunks == 2 and state.first_content_ns == 2
+
+
+def test_a_read_that_ends_inside_a_known_token_event_waits_for_the_rest() -> None:
+    head = b'data: {"choices":[{"text":"'
+    state = StreamState(stream=True, keep_outputs=False)
+    state.on_head(200, {"content-type": "text/event-stream"})
+    state.on_body(head + b' a"}]}\n\n', 0)  # learns the prefix
+    for cut in (head, head + b" b", head + b' b"}]}\n'):
+        state.on_body(cut, 1)
+        state.on_body((head + b' b"}]}\n\n')[len(cut) :], 2)
+    assert state.chunk_ns == [0, 2, 2, 2]

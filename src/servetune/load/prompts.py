@@ -61,11 +61,22 @@ class ConversationPlan:
         return self.prefix_tokens + history + self.turns[turn].input_tokens
 
 
+_NEVER_READ = np.random.default_rng(0)
+
+
+def _draws(workload: Workload) -> bool:
+    """Whether planning a conversation of `workload` draws random numbers (a class, or a length)."""
+    classes = workload.classes
+    return len(classes) > 1 or any(d.kind != "fixed" for c in classes for d in (c.input_dist, c.output_dist))
+
+
 def plan_conversation(workload: Workload, index: int) -> ConversationPlan:
     """Draws conversation `index`'s class and lengths (deterministic by the workload's seed)."""
     if workload.source is not None:
         raise ServetuneError("a file workload has no synthetic lengths", "describe it with request classes")
-    rng = np.random.default_rng([workload.seed, index])
+    # A workload of one class with fixed lengths draws nothing: its generator is never read, so it is not built
+    # (building one costs ~10 µs, a tenth of a conversation); the lengths are the same either way.
+    rng = np.random.default_rng([workload.seed, index]) if _draws(workload) else _NEVER_READ
     weights = np.array([c.weight for c in workload.classes], dtype=float)
     ci = int(rng.choice(len(weights), p=weights / weights.sum())) if len(weights) > 1 else 0
     klass = workload.classes[ci]
@@ -95,7 +106,7 @@ class RequestFactory:
         self.workload = workload
         self.counter = counter
         self.endpoint = endpoint
-        self.pool = np.array(counter.words())
+        self.pool = counter.words()
         self._prefixes: dict[tuple[int, int], tuple[str, int]] = {}
         self._file: list[tuple[dict, int | None]] | None = None
 
@@ -118,7 +129,8 @@ class RequestFactory:
             if not history and prefix:
                 history.append(("system", prefix))
             history.append(("user", text))
-            history.append(("assistant", " ".join(rng.choice(self.pool, size=turn.output_tokens).tolist())))
+            if k + 1 < len(plan.turns):  # the answer the next turn's history holds (none after the last turn)
+                history.append(("assistant", " ".join(self._words(rng, turn.output_tokens))))
         return Conversation(index, plan.cls, tuple(turns))
 
     def _fields(self, messages: list[tuple[str, str]]) -> dict:
@@ -147,7 +159,7 @@ class RequestFactory:
         """
         base = await self._count(head) if head else 0
         want = max(1, target - base)
-        words = rng.choice(self.pool, size=2 * want + 8).tolist()  # Python strings: joined several times faster
+        words = self._words(rng, 2 * want + 8)
 
         async def tokens(k: int) -> int:
             return await self._count([*head, " ".join(words[:k])])
@@ -163,6 +175,12 @@ class RequestFactory:
             else:
                 lo = mid + 1
         return " ".join(words[:lo]), await tokens(lo)
+
+    def _words(self, rng: np.random.Generator, n: int) -> list[str]:
+        """`n` words drawn from the pool: the words `rng.choice(pool, n)` draws (the same integers), picked from a
+        Python list, which is faster than numpy strings and joins several times faster."""
+        pool = self.pool
+        return [pool[i] for i in rng.integers(0, len(pool), n).tolist()]
 
     async def _from_file(self, index: int) -> Conversation:
         if self._file is None:

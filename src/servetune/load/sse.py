@@ -23,6 +23,7 @@ _CONTENT_KEY = re.compile(rb'"(text|content)"\s*:\s*"[^"]')
 _EMPTY_TOKEN = re.compile(rb'"(text|content)"\s*:\s*""')
 # A set finish reason: an empty chunk carrying one is a closing chunk (llama.cpp, OpenAI), not a token.
 _FINISHED = re.compile(rb'"finish_reason"\s*:\s*"')
+_NO_PREFIX = b"\xff"  # matches no event (events start with ASCII): the prefix before the first token is known
 
 
 class StreamState:
@@ -32,6 +33,7 @@ class StreamState:
         "body",
         "chunk_ns",
         "closing_ns",
+        "counting",
         "crlf",
         "done",
         "error",
@@ -48,6 +50,8 @@ class StreamState:
         "others",
         "outputs",
         "pending",
+        "prefix",
+        "prefix_len",
         "reasoning_chunks",
         "status",
         "stream",
@@ -74,8 +78,15 @@ class StreamState:
         self.key_len = len(self.key)
         self.key_is_reasoning = False
         self.hint = 0
+        self.prefix = _NO_PREFIX
+        """The bytes every token event of this stream starts with, up to its output string (`data: {"id":…,
+        "choices":[{"index":0,"text":"`): servers repeat them verbatim in every chunk of one answer (same id,
+        creation time, model, key order), so one comparison recognises a token. Learnt from the first token
+        event; an event that differs (another key, a varying field) takes the full scan, which learns again."""
+        self.prefix_len = 0
         self.outputs: list[bytes] = []
         self.keep_outputs = keep_outputs
+        self.counting = True  # a token must update more than its time stamp (first content, reasoning, text)
         self.body: list[bytes] = []
         self.stream = stream
 
@@ -88,27 +99,20 @@ class StreamState:
         """Body bytes data[lo:hi] (offsets, so the HTTP layer never copies a chunk) that arrived at now_ns."""
         if hi < 0:
             hi = len(data)
-        if self.crlf is False and not self.pending and data.find(b"\n", lo, hi) == hi - 2 and data[hi - 1] == 10:
-            # The common case, inline and without copies: one whole `data: {...}` event (its only line end is its
-            # own) holding a non-empty string under the key seen last time, at the offset seen last time (the
-            # chunks of one stream share their layout), in valid UTF-8.
-            p = lo + 6
-            i = p + self.hint
+        if not self.pending and data.startswith(self.prefix, lo, hi):
+            # The common case, inline and without copies: one whole event (its only line end is its own) that
+            # starts as this stream's token events do, holding a non-empty string, in valid UTF-8.
+            i = lo + self.prefix_len
             if (
-                data.startswith(self.key, i)
-                and data[i + self.key_len] != 34
-                and data.startswith(b"data: {", lo)
-                and not data.startswith(b'{"error"', p)
+                data.find(b"\n", i, hi) == hi - 2 > i
+                and data[hi - 1] == 10
+                and data[i] != 34
                 and (data.isascii() or _utf8(data, lo, hi))
             ):
                 self.chunk_ns.append(now_ns)
-                self.last, self.last_lo, self.last_hi = data, p, hi - 2
-                if self.key_is_reasoning:
-                    self.reasoning_chunks += 1
-                elif self.first_content_ns is None:
-                    self.first_content_ns = now_ns
-                if self.keep_outputs:
-                    self.outputs.append(data[p : hi - 2])
+                self.last, self.last_lo, self.last_hi = data, lo + 6, hi - 2
+                if self.counting:
+                    self._count(data, lo + 6, hi - 2, now_ns)
                 return
         if not self.stream:
             self.body.append(data[lo:hi])
@@ -156,18 +160,27 @@ class StreamState:
                 if i > p and data[i + klen] != 34 and not startswith(b'{"error"', p):
                     self.chunk_ns.append(now_ns)
                     self.last, self.last_lo, self.last_hi = data, p, end
-                    if self.key_is_reasoning:
-                        self.reasoning_chunks += 1
-                    elif self.first_content_ns is None:
-                        self.first_content_ns = now_ns
-                    if self.keep_outputs:
-                        self.outputs.append(data[p:end])
+                    if not startswith(self.prefix, start):
+                        self.prefix = data[start : i + klen]
+                        self.prefix_len = len(self.prefix)
+                    if self.counting:
+                        self._count(data, p, end, now_ns)
                     start = end + 2
                     continue
             self._event(data[start:end], now_ns)
             key, klen = self.key, self.key_len
             start = end + 2
         self.pending = data[start:hi] if start < hi else b""
+
+    def _count(self, data: bytes, lo: int, hi: int, now_ns: int) -> None:
+        """A token's other facts: a reasoning chunk, the first content, its text (kept when asked)."""
+        if self.key_is_reasoning:
+            self.reasoning_chunks += 1
+        elif self.first_content_ns is None:
+            self.first_content_ns = now_ns
+        if self.keep_outputs:
+            self.outputs.append(data[lo:hi])
+        self.counting = self.key_is_reasoning or self.keep_outputs
 
     @property
     def last_output(self) -> bytes | None:
@@ -201,6 +214,7 @@ class StreamState:
             self.key = m.group(0)[:-1]
             self.key_len = len(self.key)
             self.key_is_reasoning = m.group(1)[0] == 114  # b"r"
+            self.counting = True
             self.chunk_ns.append(now_ns)
             self.last, self.last_lo, self.last_hi = payload, 0, len(payload)
             if self.key_is_reasoning:
