@@ -55,6 +55,7 @@ from tests.stats import ks_exponential  # noqa: E402
 
 PY = Path(os.environ.get("BENCH_PYTHON", sys.executable))
 PEERS = Path(os.environ.get("BENCH_PEERS", ROOT / ".venv-peers"))
+OUT = Path(os.environ.get("BENCH_OUT", HERE))  # where results.json and RESULTS.md go
 TOKENIZER_DIR = Path(
     os.environ.get("BENCH_TOKENIZER_DIR")
     or next(
@@ -70,8 +71,20 @@ REGIMES = {  # name: (mock TTFT ms, mock ITL ms)
     "paced 2 ms": (50.0, 2.0),
     "burst": (0.0, 0.0),
 }
-TOOLS = ["servetune", "vllm bench serve", "GuideLLM", "AIPerf", "EvalScope perf", "Locust", "aiohttp (bare loop)"]
-REFERENCE = {"servetune", "aiohttp (bare loop)"}  # not peers: servetune itself, and the leanest possible loop
+FLOOR = "floor (uvloop, a stamp per read)"
+TOOLS = [
+    "servetune",
+    "vllm bench serve",
+    "GuideLLM",
+    "AIPerf",
+    "EvalScope perf",
+    "Locust",
+    "aiohttp (bare loop)",
+    FLOOR,
+]
+# Not peers: servetune itself, the leanest aiohttp loop, and the floor of any Python client that stamps every read.
+REFERENCE = {"servetune", "aiohttp (bare loop)", FLOOR}
+READ_SYSCALLS = ("read", "readv", "recvfrom", "recvmsg")
 
 
 def log(msg: str) -> None:
@@ -246,6 +259,8 @@ def tool_argv(name: str, url: str, size: int, work: Path, workers: int) -> list[
         ]
     if name == "aiohttp (bare loop)":
         return [str(PY), str(HERE / "bare_aiohttp.py"), url, conc, str(size)]
+    if name == FLOOR:
+        return [str(PY), str(HERE / "floor_uvloop.py"), url, conc, str(size)]
     return None
 
 
@@ -316,6 +331,39 @@ def cost_regime(ttft: float, itl: float, port: int, work: Path, args: argparse.N
                 log(f"   {name}: {runs['error'][:200]}")
             results[name] = runs
     return results
+
+
+def reads(work: Path, args: argparse.Namespace) -> dict:
+    """Reads per streamed token of every tool (one run each at c256, under `perf stat` counting read syscalls,
+    apart from the cost runs: counting slows every syscall a little). Fewer than one read per token means the
+    client read several tokens at once, i.e. it was late for all but the last of them: cheaper per token, and
+    time stamps that are not the tokens' arrivals."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return {"error": "perf not found (the reads section needs Linux perf with syscall tracepoints)"}
+    events = ",".join(f"syscalls:sys_enter_{name}" for name in READ_SYSCALLS)
+    out: dict = {}
+    for k, (regime, (ttft, itl)) in enumerate(REGIMES.items()):
+        size = 1500 if itl else 6000
+        with Mock(18701 + k, ttft, itl, cheap=True) as mock:
+            out[regime] = {}
+            for name in args.tools:
+                argv = tool_argv(name, mock.url, 20 if name == "Locust" else size, work, args.workers)
+                if argv is None or not Path(argv[0]).exists():
+                    continue
+                stat = work / "perf-stat.txt"
+                cpus = args.client_cpus if name == "servetune" else args.client_cpus.split(",")[0].split("-")[0]
+                run = run_client([perf, "stat", "-x,", "-o", str(stat), "-e", events, "--", *argv], mock, work,
+                                 f"reads-{name.split()[0]}", cpus, timeout_s=600)  # fmt: skip
+                if run["rc"] != 0 or not stat.exists():
+                    out[regime][name] = {"error": run["log_tail"][-300:] or "perf wrote nothing"}
+                    continue
+                count = sum(
+                    float(f[0]) for f in (line.split(",") for line in stat.read_text().splitlines()) if f[0].isdigit()
+                )
+                out[regime][name] = {"reads_per_token": count / run["tokens"] if run["tokens"] else None}
+                log(f"   reads {regime} {name}: {out[regime][name]}")
+    return out
 
 
 def ratio(regime: dict) -> dict:
@@ -424,7 +472,7 @@ def poisson(work: Path, args: argparse.Namespace) -> dict:
 
 def burst(work: Path, args: argparse.Namespace) -> dict:
     """Requests per second at c256 with 128-token streams sent all at once."""
-    with Mock(18831, 0, 0, cheap=True) as mock:
+    with Mock(18831, 0, 0, cheap=True, cpus=args.server_cpus) as mock:
         p = servetune_point(mock, work, "burst", CONCURRENCY, 4 if args.quick else 10, args)
     s = p["summary"]
     if s is None:
@@ -433,6 +481,7 @@ def burst(work: Path, args: argparse.Namespace) -> dict:
         "request_s": s["request_throughput"],
         "output_tok_s": s["output_throughput"],
         "client_cpu_pct": 100 * p["run"]["cpu_s"] / p["run"]["wall_s"],
+        "server_cpus": args.server_cpus,
         "warnings": s["validity"]["warnings"],
     }
 
@@ -440,7 +489,7 @@ def burst(work: Path, args: argparse.Namespace) -> dict:
 def steady(work: Path, args: argparse.Namespace) -> dict:
     """c1024 for 20 s: streamed tokens per 1-s window (requests of one length finish in waves, tokens flow
     evenly), steady when every inner window is within 10 % of their mean; and the validity verdict."""
-    with Mock(18841, 50, 10, cheap=True) as mock:
+    with Mock(18841, 50, 10, cheap=True, cpus=args.server_cpus) as mock:
         p = servetune_point(mock, work, "steady", 1024, 8 if args.quick else 20, args)
     s = p["summary"]
     if s is None:
@@ -518,7 +567,8 @@ def write_markdown(data: dict) -> None:
         "",
         f"Run {data['started']} on {data['machine']}; load average at start {data['load_average_at_start']}, at end "
         f"{data.get('load_average_at_end')}. Generated by `benchmarks/client/run.py`; raw data in `results.json`.",
-        f"Server `servetune mock-server` on CPU {SERVER_CPU}, clients on CPU(s) {data['client_cpus']} (servetune with "
+        f"Server `servetune mock-server` on CPU {SERVER_CPU} (burst and steady: one per CPU of "
+        f"{data.get('server_cpus', SERVER_CPU)}), clients on CPU(s) {data['client_cpus']} (servetune with "
         f"{data['workers']} worker process(es)); {OUTPUT_TOKENS}-token streamed answers, {INPUT_TOKENS}-token prompts.",
     ]
     if data.get("shared_machine"):
@@ -542,6 +592,42 @@ def write_markdown(data: dict) -> None:
             q = ratio(run.get(regime, {}))
             cells.append(f"**{q['ratio']:.2f}×** ({q['cheapest_peer']})" if q["ratio"] else "–")
         lines.append("| servetune / cheapest peer (goal ≤ 0.5×) | " + " | ".join(cells) + " |")
+    runs = data.get("cost_runs", [])
+    if len(runs) > 1:
+        lines += ["", f"## Cost over the {len(runs)} runs: median (lowest–highest) µs per token", ""]
+        lines += ["| client | " + " | ".join(REGIMES) + " |", "|---|" + "---:|" * len(REGIMES)]
+        for name in TOOLS:
+            cells = []
+            for regime in REGIMES:
+                v = [
+                    r[regime][name]["us_per_token"]
+                    for r in runs
+                    if "error" not in r.get(regime, {}).get(name, {"error": 1})
+                ]
+                cells.append(f"{statistics.median(v):.2f} ({min(v):.2f}–{max(v):.2f})" if v else "")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        cells = []
+        for regime in REGIMES:
+            q = [ratio(r.get(regime, {}))["ratio"] for r in runs]
+            q = [x for x in q if x is not None]
+            met = sum(x <= 0.5 for x in q)
+            cells.append(f"{', '.join(f'{x:.2f}' for x in q)} ({met} of {len(q)} ≤ 0.5)" if q else "–")
+        lines.append("| servetune / cheapest peer, each run | " + " | ".join(cells) + " |")
+    rd = data.get("reads")
+    if rd and "error" not in rd:
+        lines += [
+            "",
+            "## Reads per streamed token (one run each under `perf stat`; < 1: tokens read late, together)",
+            "",
+        ]
+        lines += ["| client | " + " | ".join(REGIMES) + " |", "|---|" + "---:|" * len(REGIMES)]
+        for name in TOOLS:
+            cells = [
+                f"{v:.2f}" if (v := rd.get(regime, {}).get(name, {}).get("reads_per_token")) is not None else ""
+                for regime in REGIMES
+            ]
+            if any(cells):
+                lines.append(f"| {name} | " + " | ".join(cells) + " |")
     acc = data.get("accuracy")
     if acc:
         lines += ["", "## TTFT accuracy: client median − the server's own median (mock TTFT 50 ms, ITL 10 ms)", ""]
@@ -566,40 +652,47 @@ def write_markdown(data: dict) -> None:
     ):  # fmt: skip
         if data.get(key):
             lines += ["", f"## {title}", "", "```json", json.dumps(data[key], indent=1)[:3000], "```"]
-    (HERE / "RESULTS.md").write_text("\n".join(lines) + "\n" + (HERE / "NOTES.md").read_text())
+    notes = (HERE / "NOTES.md").read_text() if OUT == HERE else ""  # the notes read this folder's numbers
+    (OUT / "RESULTS.md").write_text("\n".join(lines) + "\n" + notes)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs (a smoke test of the script)")
     parser.add_argument(
-        "--only", choices=["cost", "accuracy", "poisson", "burst", "steady", "profile"], action="append"
+        "--only",
+        choices=["cost", "reads", "accuracy", "poisson", "burst", "steady", "scaling", "profile"],
+        action="append",
     )
     parser.add_argument("--runs", type=int, default=3, help="repetitions of the cost section")
     parser.add_argument("--tools", nargs="+", default=TOOLS, choices=TOOLS, metavar="TOOL")
     parser.add_argument("--client-cpus", default="1", help="CPUs for servetune (taskset list); peers get the first")
-    parser.add_argument("--server-cpus", default=SERVER_CPU, help="CPUs for the mock servers of the scaling section")
+    parser.add_argument(
+        "--server-cpus", default=SERVER_CPU, help="CPUs for the mock servers of the burst, steady and scaling sections"
+    )
     parser.add_argument("--workers", type=int, default=None, help="servetune worker processes (default: one per CPU)")
     parser.add_argument("--shared", default="", help="say the machine was shared (written into RESULTS.md)")
     parser.add_argument("--report-only", action="store_true", help="regenerate RESULTS.md from results.json")
     args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
     if args.report_only:
-        write_markdown(json.loads((HERE / "results.json").read_text()))
+        write_markdown(json.loads((OUT / "results.json").read_text()))
         return
     if args.workers is None:
         nproc = ["taskset", "-c", args.client_cpus, "nproc"]
         cpus = subprocess.run(nproc, capture_output=True, text=True, check=False).stdout
         args.workers = int(cpus.strip() or 1)
-    parts = args.only or ["cost", "accuracy", "poisson", "burst", "steady"]
+    parts = args.only or ["cost", "reads", "accuracy", "poisson", "burst", "steady"]
     data: dict = {
         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.node()} {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "client_cpus": args.client_cpus,
+        "server_cpus": args.server_cpus,
         "workers": args.workers,
         "shared_machine": args.shared,
     }
-    previous = json.loads((HERE / "results.json").read_text()) if (HERE / "results.json").exists() else {}
+    previous = json.loads((OUT / "results.json").read_text()) if (OUT / "results.json").exists() else {}
     with tempfile.TemporaryDirectory(prefix="client-bench-") as tmp:
         work = Path(tmp)
         if "cost" in parts:
@@ -611,7 +704,8 @@ def main() -> None:
                     run[regime] = cost_regime(ttft, itl, 18601 + 10 * i + k, work, args)
                 data["cost_runs"].append(run)
         for name, fn in (
-            ("accuracy", accuracy), ("poisson", poisson), ("burst", burst), ("steady", steady), ("scaling", scaling),
+            ("reads", reads), ("accuracy", accuracy), ("poisson", poisson), ("burst", burst), ("steady", steady),
+            ("scaling", scaling),
         ):  # fmt: skip
             if name in parts:
                 log(name)
@@ -619,13 +713,13 @@ def main() -> None:
                 log(f"   {json.dumps(data[name])[:400]}")
         if "profile" in parts:
             data["profile"] = profile(work, args)
-    for key in ("cost_runs", "accuracy", "poisson", "burst", "steady", "scaling", "profile"):
+    for key in ("cost_runs", "reads", "accuracy", "poisson", "burst", "steady", "scaling", "profile"):
         if key not in data and key in previous:
             data[key] = previous[key]
     data["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    (HERE / "results.json").write_text(json.dumps(data, indent=2))
+    (OUT / "results.json").write_text(json.dumps(data, indent=2))
     write_markdown(data)
-    log(f"wrote {HERE / 'results.json'} and RESULTS.md")
+    log(f"wrote {OUT / 'results.json'} and RESULTS.md")
 
 
 if __name__ == "__main__":

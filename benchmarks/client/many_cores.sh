@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The client benchmark on a machine with many cores (the H200 host has 16). Three passes, each writing its
+# results.json and RESULTS.md under $1 (default benchmarks/client/many-cores/):
+#   cost/   the cost section x3 as on a 2-core box: server on CPU 0, every client on CPU 1 (and reads per token
+#           where perf is installed);
+#   load/   accuracy, Poisson, burst and steady with servetune's workers on CPUs 1-7, mock servers on CPUs 8-15
+#           (accuracy and Poisson keep the one server on CPU 0: they compare with its own TTFT);
+#   scale/  worker processes 1..8 on CPUs 1-8 against mock servers on CPUs 9-15.
+# Tools: servetune, Locust, the bare aiohttp loop and the uvloop floor (setup-peers.sh installs Locust).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${1:-benchmarks/client/many-cores}"
+PY="${BENCH_PYTHON:-python3}"
+TOOLS=(servetune Locust "aiohttp (bare loop)" "floor (uvloop, a stamp per read)")
+BENCH_OUT="$OUT/cost" "$PY" benchmarks/client/run.py --runs 3 --only cost --only reads --tools "${TOOLS[@]}" \
+  --client-cpus 1
+BENCH_OUT="$OUT/load" "$PY" benchmarks/client/run.py --only accuracy --only poisson --only burst --only steady \
+  --client-cpus 1-7 --server-cpus 8-15
+BENCH_OUT="$OUT/scale" "$PY" benchmarks/client/run.py --only scaling --client-cpus 1-8 --server-cpus 9-15
+echo "many-cores: done"
