@@ -236,3 +236,45 @@ def test_sigterm_stops_a_bench_under_load_and_its_workers() -> None:
 def test_rate_inf_needs_a_request_count() -> None:
     with pytest.raises(ServetuneError, match="rate inf"):
         LoadShape.open(float("inf"), duration_s=1)
+
+
+def _closed_loop(slots: int, requests: int, e2el_s: float, gap_s: float) -> list[RequestRecord]:
+    """Records of a closed loop of `slots` streams; each slot waits `gap_s` before its next send (a coordinator
+    that is slow to hand the slot out again)."""
+    ms, out = 1_000_000_000, []
+    for i in range(requests):
+        slot, turn = i % slots, i // slots
+        sent = turn * (e2el_s + gap_s) + slot * 1e-4
+        out.append(
+            RequestRecord(
+                index=i,
+                scheduled_ns=int(sent * ms),
+                dispatched_ns=int(sent * ms),
+                sent_ns=int(sent * ms),
+                chunk_ns=[int((sent + e2el_s / 2) * ms), int((sent + e2el_s) * ms)],
+                done_ns=int((sent + e2el_s) * ms),
+                output_tokens=2,
+                output_tokens_source="usage",
+            )
+        )
+    return out
+
+
+def test_a_late_coordinator_is_judged_by_the_streams_it_kept_in_flight() -> None:
+    """The coordinator of workers stamps no token: its event-loop lag alone does not make a run client-limited.
+    It does when the closed loop then held fewer streams than asked; a worker's lag always does (its stamps)."""
+    from servetune.metrics.validity import ClientProcess
+
+    def report(role: str) -> ClientReport:
+        proc = ClientProcess(
+            role=role, pid=1, cpu_pct=20, loop_lag_p50_ms=1, loop_lag_p99_ms=13, loop_lag_max_ms=60, samples=500
+        )
+        return ClientReport(kind="concurrency", concurrency=8, workers=2, cores=4, processes=[proc])
+
+    kept = check_validity(_closed_loop(8, 400, 1.0, 0.0), report("coordinator"))
+    assert not kept.client_limited, kept.warnings
+    starved = check_validity(_closed_loop(8, 400, 1.0, 1.0), report("coordinator"))  # slots idle half the time
+    assert starved.client_limited
+    assert any("kept 4 of the 8 requested streams" in w for w in starved.warnings), starved.warnings
+    worker = check_validity(_closed_loop(8, 400, 1.0, 0.0), report("worker 0"))
+    assert worker.client_limited and any("time stamps are late" in w for w in worker.warnings)

@@ -85,3 +85,22 @@ def test_bench_cli_end_to_end(tmp_path) -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_mock_servers_share_a_port_with_reuse_port() -> None:
+    """One mock server per CPU on one port (the client benchmark's burst, steady and scaling sections)."""
+    from servetune.process.ports import free_port
+
+    port = free_port()
+    argv = [sys.executable, "-m", "servetune", "mock-server", "--port", str(port), "--reuse-port", "--uvloop"]
+    servers = [subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        for server in servers:
+            line = server.stderr.readline()
+            assert f"ready on http://127.0.0.1:{port}" in line, line + server.stderr.read()
+        alone = subprocess.run(argv[:-2], capture_output=True, text=True, timeout=60)  # without the flag: refused
+        assert alone.returncode == 2 and "cannot listen" in alone.stderr
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(10)

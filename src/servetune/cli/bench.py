@@ -322,6 +322,9 @@ def mock_server(
     ),
     precise: bool = typer.Option(True, "--precise/--coarse", help="Spin to exact send times (costs a little CPU)"),
     uvloop: bool = typer.Option(False, "--uvloop", help="Run on uvloop (cheaper, ms timer resolution)"),
+    reuse_port: bool = typer.Option(
+        False, "--reuse-port", help="Share the port with other mock servers (SO_REUSEPORT): one per CPU"
+    ),
     api_key: str | None = typer.Option(None, help="Require this bearer token on /v1/ routes"),
 ) -> None:
     """A fast OpenAI-compatible streaming server with fixed TTFT and ITL, for measuring clients and tests."""
@@ -340,7 +343,7 @@ def mock_server(
             f"mock server ready on http://{host}:{bound} (model {model}, ttft {ttft_ms} ms, itl {itl_ms} ms)", err=True
         )
 
-    coro = serve_forever(config, host, port, ready)
+    coro = serve_forever(config, host, port, ready, reuse_port=reuse_port)
     try:
         if uvloop:
             import uvloop as _uvloop

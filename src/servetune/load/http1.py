@@ -142,7 +142,6 @@ class _Conn(asyncio.Protocol):
             return
         pos = 0
         end = len(buf)
-        spans: list[int] = []  # the chunk bodies of this read, handed over in one piece (one SSE pass)
         while pos < end:
             if state == _CHUNK_SIZE:
                 if buf.startswith(self.size_line, pos):  # the size line seen last: compared, not parsed
@@ -166,7 +165,6 @@ class _Conn(asyncio.Protocol):
                     term = buf.find(b"\r\n\r\n", nl)  # optional trailers, then an empty line
                     if term < 0 and buf[nl + 2 : nl + 4] != b"\r\n":
                         break
-                    _deliver(sink, buf, spans, now)
                     self.state = state
                     return self._finish()
                 pos = nl + 2
@@ -175,11 +173,11 @@ class _Conn(asyncio.Protocol):
             elif state == _CHUNK_DATA:
                 need = self.remaining
                 if end - pos >= need:
-                    spans += (pos, pos + need)
+                    sink.on_body(buf, now, pos, pos + need)  # each chunk as it is: usually one whole event
                     pos += need
                     state = _CHUNK_CRLF
                 else:
-                    spans += (pos, end)
+                    sink.on_body(buf, now, pos, end)
                     self.remaining = need - (end - pos)
                     pos = end
             elif state == _CHUNK_CRLF:
@@ -212,7 +210,6 @@ class _Conn(asyncio.Protocol):
                     return self._finish()
             else:  # bytes while idle: the server broke the protocol
                 return self._fail("bytes received with no request in flight")
-        _deliver(sink, buf, spans, now)
         self.state = state
         if pos < end:
             self.buf = buf[pos:]
@@ -238,16 +235,6 @@ class _Conn(asyncio.Protocol):
             return _LENGTH
         self.keep_alive = False
         return _UNTIL_CLOSE
-
-
-def _deliver(sink: BodySink, buf: bytes, spans: list[int], now: int) -> None:
-    """Hands the chunk bodies of one read to the sink as one piece: a read that holds many streamed tokens (the
-    client fell behind, or the server sends in bursts) is then one pass of the SSE scanner, not one per chunk."""
-    if len(spans) == 2:
-        sink.on_body(buf, now, spans[0], spans[1])
-    elif spans:
-        view = memoryview(buf)
-        sink.on_body(b"".join([view[spans[i] : spans[i + 1]] for i in range(0, len(spans), 2)]), now)
 
 
 class Pool:

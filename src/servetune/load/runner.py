@@ -329,7 +329,13 @@ def _client_report(
     end = max((r.done_ns for r in measured), default=0)
     procs = [p for role, pid, s in samples if (p := client_process(role, pid, s, start, end)) is not None]
     return ClientReport(
-        kind=shape.kind, workers=workers, cores=usable_cores(), processes=procs, lost=lost, clocks=clocks
+        kind=shape.kind,
+        concurrency=shape.concurrency if shape.kind == "concurrency" else None,
+        workers=workers,
+        cores=usable_cores(),
+        processes=procs,
+        lost=lost,
+        clocks=clocks,
     )
 
 

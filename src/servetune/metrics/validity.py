@@ -29,6 +29,7 @@ from servetune.metrics.record import RequestRecord
 
 LATE_P99_MS = 10.0  # the client dispatched a request later than this against its schedule: it is saturated
 LOOP_LAG_P99_MS = 5.0  # a client event loop ran later than this (p99): its time stamps are late by as much
+HELD_SHARE = 0.95  # a closed loop that kept fewer than this share of its streams in flight did not run as asked
 CLIENT_CPU_PCT = 95.0  # a client process busy this share of one core over the measured phase: at its limit
 QUEUE_GROWTH = 1.5  # over-saturated: in flight and TTFT in the last third at least this times the first third
 QUEUE_MIN_REQUESTS = 30  # fewer measured requests than this: too few to judge a trend
@@ -54,6 +55,7 @@ class ClientReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kind: Literal["concurrency", "rate"]
+    concurrency: int | None = None  # the requests a closed loop keeps in flight (its budget)
     workers: int  # worker processes that sent requests (1: in the calling process)
     cores: int  # CPUs the client could run on
     processes: list[ClientProcess] = []
@@ -158,7 +160,7 @@ def check_validity(records: Sequence[RequestRecord], client: ClientReport | None
         )
     lateness = np.array([r.lateness_ns / 1e6 for r in measured]) if measured else np.zeros(1)
     p50, p99 = (float(x) for x in np.percentile(lateness, [50, 99]))
-    limited = _client_limits(p99, client)
+    limited = _client_limits(p99, client, measured)
     warnings.extend(limited)
     queue = queue_growth(measured) if client is not None and client.kind == "rate" else None
     if queue is not None and queue.over_saturated:
@@ -196,21 +198,42 @@ def check_validity(records: Sequence[RequestRecord], client: ClientReport | None
     )
 
 
-def _client_limits(lateness_p99_ms: float, client: ClientReport | None) -> list[str]:
-    """Why the client, not the server, limited this run (empty when nothing says so)."""
+def _client_limits(lateness_p99_ms: float, client: ClientReport | None, measured: Sequence[RequestRecord]) -> list[str]:
+    """Why the client, not the server, limited this run (empty when nothing says so).
+
+    A process that stamps tokens (the one client process, a worker) is judged by its event-loop lag: its time
+    stamps are late by as much. The coordinator of workers stamps none: it hands out conversations and takes
+    back slots, so its lateness shows as what it does to the load — sends late against an open loop's schedule
+    (the lateness check), or a closed loop that kept fewer streams in flight than asked (checked here)."""
     found = []
     if lateness_p99_ms > LATE_P99_MS:
         found.append(
             f"the client sent requests late against the schedule (p99 {lateness_p99_ms:.1f} ms): it is saturated — "
             "lower the load, or use more client processes (--workers)"
         )
+    cores = client.cores if client is not None else 1
     for proc in client.processes if client is not None else []:
-        if proc.loop_lag_p99_ms > LOOP_LAG_P99_MS:
+        if proc.role == "coordinator":
+            held = mean_in_flight(measured) if client is not None and client.kind == "concurrency" else None
+            budget = client.concurrency if client is not None else None
+            if held is not None and budget and held < HELD_SHARE * budget and proc.loop_lag_p99_ms > LOOP_LAG_P99_MS:
+                found.append(
+                    f"the client limited this run: the coordinator's event loop ran late (p99 "
+                    f"{proc.loop_lag_p99_ms:.1f} ms; {proc.cpu_pct:.0f}% of a core busy) and kept {held:.0f} of the "
+                    f"{budget} requested streams in flight on average, so the server saw less load than asked — "
+                    "lower the load or the number of workers"
+                )
+            elif proc.cpu_pct >= CLIENT_CPU_PCT:
+                found.append(
+                    f"the client is at its limit: the coordinator was busy {proc.cpu_pct:.0f}% of a core during the "
+                    "measured phase: more load would be limited by it"
+                )
+        elif proc.loop_lag_p99_ms > LOOP_LAG_P99_MS:
             found.append(
                 f"the client limited this run: {proc.role}'s event loop ran late (p99 {proc.loop_lag_p99_ms:.1f} ms, "
                 f"max {proc.loop_lag_max_ms:.1f} ms; {proc.cpu_pct:.0f}% of a core busy), so its time stamps are late "
                 "by as much (TTFT inflated, token gaps squeezed) — lower the load, or use more client processes "
-                f"(--workers; {client.cores if client else 1} CPUs available)"
+                f"(--workers; {cores} CPUs available)"
             )
         elif proc.cpu_pct >= CLIENT_CPU_PCT:
             found.append(
@@ -219,6 +242,22 @@ def _client_limits(lateness_p99_ms: float, client: ClientReport | None) -> list[
                 "more client processes (--workers) or CPUs"
             )
     return found
+
+
+def mean_in_flight(measured: Sequence[RequestRecord]) -> float | None:
+    """Requests in flight on average over the middle 60 % of the measured phase (its ends ramp: warm-up requests
+    still running at the start, the last ones draining at the end); None when the phase is shorter than five
+    request durations, too short to have a middle."""
+    if len(measured) < QUEUE_MIN_REQUESTS:
+        return None
+    sent = np.array([r.sent_ns for r in measured], dtype=np.int64)
+    done = np.array([r.done_ns for r in measured], dtype=np.int64)
+    lo, hi = int(sent.min()), int(done.max())
+    if hi - lo < 5 * float(np.median(done - sent)):
+        return None
+    a, b = lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo)
+    overlap = np.clip(np.minimum(done, b) - np.maximum(sent, a), 0, None)
+    return float(overlap.sum() / (b - a))
 
 
 def queue_growth(measured: Sequence[RequestRecord]) -> QueueGrowth | None:
