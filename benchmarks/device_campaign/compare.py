@@ -176,28 +176,15 @@ def replay(jsonl: Path, model_cfg: Path, flags: list[str]) -> dict:
     }
 
 
-def prom_total(text: str, name: str) -> float | None:
-    """Sum of a Prometheus counter over its label sets (None when absent)."""
-    total, found = 0.0, False
-    for line in text.splitlines():
-        m = re.match(r"^(\S+?)(\{.*\})?\s+([0-9.eE+-]+)$", line)
-        if m and m.group(1) == name:
-            total += float(m.group(3))
-            found = True
-    return total if found else None
-
-
 def cache_hit_rate(data: Path, sid: str, pname: str) -> float | None:
-    """vLLM's prefix-cache hits / queries (tokens) over the point, from /metrics before and after."""
+    """vLLM's prefix-cache hits / queries (tokens) over the point, from /metrics before and after (read as
+    servetune reads an engine's counters: `servetune.metrics.prometheus`)."""
+    from servetune.metrics.prometheus import delta, parse
+
     b, a = data / sid / f"{pname}.metrics.before.prom", data / sid / f"{pname}.metrics.after.prom"
     if not b.exists() or not a.exists():
         return None
-    bt, at = b.read_text(), a.read_text()
-    q0, q1 = prom_total(bt, "vllm:prefix_cache_queries_total"), prom_total(at, "vllm:prefix_cache_queries_total")
-    h0, h1 = prom_total(bt, "vllm:prefix_cache_hits_total"), prom_total(at, "vllm:prefix_cache_hits_total")
-    if None in (q0, q1, h0, h1) or q1 == q0:
-        return None
-    return (h1 - h0) / (q1 - q0)
+    return delta(parse(b.read_text()), parse(a.read_text())).prefix_cache_hit_rate
 
 
 def sim_rows(data: Path, manifest: dict, split: dict) -> list[dict]:

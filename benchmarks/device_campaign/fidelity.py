@@ -25,7 +25,6 @@ import argparse
 import csv
 import json
 import math
-import re
 import sys
 import time
 from dataclasses import replace
@@ -163,25 +162,15 @@ def figures(summary: Summary) -> dict[str, float | None]:
     }
 
 
-def prom_total(path: Path, name: str) -> float | None:
-    total, found = 0.0, False
-    for line in path.read_text().splitlines():
-        m = re.match(r"^(\S+?)(\{.*\})?\s+([0-9.eE+-]+)$", line)
-        if m and m.group(1) == name:
-            total, found = total + float(m.group(3)), True
-    return total if found else None
-
-
 def vllm_hit_rate(name: str) -> float | None:
-    """vLLM's prefix-cache hits / queries (tokens) over a point, from /metrics before and after."""
+    """vLLM's prefix-cache hits / queries (tokens) over a point, from /metrics before and after (read as
+    servetune reads an engine's counters: `servetune.metrics.prometheus`)."""
+    from servetune.metrics.prometheus import delta, parse
+
     before, after = (DATA / f"{name}.metrics.{side}.prom" for side in ("before", "after"))
     if not before.exists() or not after.exists():
         return None
-    q = [prom_total(p, "vllm:prefix_cache_queries_total") for p in (before, after)]
-    h = [prom_total(p, "vllm:prefix_cache_hits_total") for p in (before, after)]
-    if None in q or None in h or q[1] == q[0]:
-        return None
-    return (h[1] - h[0]) / (q[1] - q[0])  # type: ignore[operator]
+    return delta(parse(before.read_text()), parse(after.read_text())).prefix_cache_hit_rate
 
 
 def pct(sim: float | None, real: float | None) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from servetune.process.group import ProcessGroup
@@ -94,7 +96,9 @@ def _ctrl_c_as_a_terminal_gives_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _parent(tmp_path: Path, tail: str) -> tuple[subprocess.Popen[str], int]:
+@contextlib.contextmanager
+def _parent(tmp_path: Path, tail: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """A servetune-like parent with an engine group of three; whatever the test's outcome, neither outlives it."""
     proc = subprocess.Popen(
         [sys.executable, "-c", _PARENT.format(tail=tail), str(tmp_path / "child.log")],
         stdout=subprocess.PIPE,
@@ -102,37 +106,44 @@ def _parent(tmp_path: Path, tail: str) -> tuple[subprocess.Popen[str], int]:
         preexec_fn=_ctrl_c_as_a_terminal_gives_it,  # noqa: PLW1509 - a signal disposition, no threads involved
     )
     assert proc.stdout is not None
-    return proc, int(proc.stdout.readline())
+    pgid = 0
+    try:
+        pgid = int(proc.stdout.readline())
+        yield proc, pgid
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        for m in living(group_members(pgid)) if pgid else []:
+            os.kill(m.pid, signal.SIGKILL)
 
 
 def test_no_orphans_when_servetune_is_terminated(tmp_path: Path) -> None:
-    proc, pgid = _parent(tmp_path, "time.sleep(300)")
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=20)
-    assert _wait_for(lambda: not living(group_members(pgid)))
+    with _parent(tmp_path, "time.sleep(300)") as (proc, pgid):
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        assert _wait_for(lambda: not living(group_members(pgid)))
 
 
 def test_no_orphans_when_servetune_is_interrupted(tmp_path: Path) -> None:
-    proc, pgid = _parent(tmp_path, "time.sleep(300)")
-    proc.send_signal(signal.SIGINT)  # KeyboardInterrupt → atexit
-    proc.wait(timeout=20)
-    assert _wait_for(lambda: not living(group_members(pgid)))
+    with _parent(tmp_path, "time.sleep(300)") as (proc, pgid):
+        proc.send_signal(signal.SIGINT)  # KeyboardInterrupt → atexit
+        proc.wait(timeout=20)
+        assert _wait_for(lambda: not living(group_members(pgid)))
 
 
 def test_no_orphans_when_servetune_crashes(tmp_path: Path) -> None:
-    proc, pgid = _parent(tmp_path, "raise SystemExit('crash')")
-    proc.wait(timeout=20)
-    assert _wait_for(lambda: not living(group_members(pgid)))
+    with _parent(tmp_path, "raise SystemExit('crash')") as (proc, pgid):
+        proc.wait(timeout=20)
+        assert _wait_for(lambda: not living(group_members(pgid)))
 
 
 def test_leader_dies_with_servetune_on_sigkill(tmp_path: Path) -> None:
     """SIGKILL can't be caught: PR_SET_PDEATHSIG makes the kernel SIGTERM the engine's leader."""
-    proc, pgid = _parent(tmp_path, "time.sleep(300)")
-    proc.kill()
-    proc.wait(timeout=20)
-    assert _wait_for(lambda: pgid not in [m.pid for m in living(group_members(pgid))])
-    for m in living(group_members(pgid)):  # bash's own children are not covered by PDEATHSIG: clean up
-        os.kill(m.pid, signal.SIGKILL)
+    with _parent(tmp_path, "time.sleep(300)") as (proc, pgid):  # at its end, it also kills bash's own
+        proc.kill()  # children, which PDEATHSIG does not cover
+        proc.wait(timeout=20)
+        assert _wait_for(lambda: pgid not in [m.pid for m in living(group_members(pgid))])
 
 
 def test_free_port_and_port_in_use() -> None:
