@@ -6,7 +6,7 @@ Feeds a real response of `servetune mock-server` (128 tokens of a completions st
 `hot_path_response.bin`) through `_Conn.data_received` as a paced stream arrives: one read per token, or a
 client that fell behind and reads several at once. Give it several source trees to compare them side by side in
 one run (each measured in a fresh interpreter, best of `--repeat`): `python benchmarks/client/hot_path.py
-OLD/src src` → a table, and `hot_path.json` with `--json`.
+before=OLD/src after=src` → a table, and `hot_path.json` with `--json`.
 """
 
 from __future__ import annotations
@@ -93,15 +93,16 @@ def measure(src: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("src", nargs="+", type=Path, help="source trees (the folder holding servetune/)")
+    parser.add_argument("src", nargs="+", help="source trees (the folder holding servetune/), as NAME=PATH or PATH")
     parser.add_argument("--repeat", type=int, default=3, help="fresh interpreters per tree; the best is kept")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     rows = {}
+    trees = [(a.partition("=")[0], Path(a.partition("=")[2])) if "=" in a else (a, Path(a)) for a in args.src]
     for _ in range(args.repeat):  # interleaved, so that a slow moment of the machine hits every tree
-        for src in args.src:
+        for name, src in trees:
             got = measure(src)
-            best = rows.setdefault(str(src), got)
+            best = rows.setdefault(name, got)
             for key, value in got.items():
                 best[key] = min(best[key], value)
     keys = list(next(iter(rows.values())))
