@@ -7,7 +7,7 @@ published in docs/experiment.schema.json is `Experiment.model_json_schema()`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -149,6 +149,17 @@ class ExecutorSpec(_Strict):
         if isinstance(value, list | tuple):
             return tuple(str(v).strip() for v in value)
         return value
+
+
+def gpu_slots(gpus: Sequence[str], need: int) -> int:
+    """How many launches of `need` GPUs each run side by side on `gpus` (0: none ever fits): the room of executor
+    local-gpus, as its run and `tune --check` both judge it."""
+    return len(gpus) // max(1, need)
+
+
+def describe_gpus(gpus: Sequence[str]) -> str:
+    """What executor local-gpus has, in the words of its messages."""
+    return f"executor local-gpus has {len(gpus)}: {','.join(gpus)}"
 
 
 class SuiteSpec(_Strict):

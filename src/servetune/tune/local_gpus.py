@@ -13,7 +13,7 @@ import os
 from collections.abc import Collection, Sequence
 
 from servetune.errors import ServetuneError
-from servetune.tune.experiment import Experiment
+from servetune.tune.experiment import Experiment, describe_gpus, gpu_slots
 from servetune.tune.fanout import Fanout, Handle, Job, log_path
 from servetune.tune.slot import Slot, SlotJob
 
@@ -59,10 +59,10 @@ class LocalGpusExecutor(Fanout):
         self._free = set(self.gpus)
 
     def capacity(self, need: int) -> int:
-        return len(self.gpus) // max(1, need)
+        return gpu_slots(self.gpus, need)
 
     def describe(self, need: int) -> str:
-        return f"executor local-gpus has {len(self.gpus)}: {','.join(self.gpus)}"
+        return describe_gpus(self.gpus)
 
     def claim(self, job: Job) -> tuple[str, ...] | None:
         chosen = pick(self.gpus, self._free, job.need, job.avoid)

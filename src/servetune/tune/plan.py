@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from servetune.tune.estimates import Prediction, Predictor, judge
-from servetune.tune.experiment import Experiment, HardwareSpec, Stage
+from servetune.tune.experiment import Experiment, HardwareSpec, Stage, describe_gpus, gpu_slots
 from servetune.tune.order import count_launches, order_variants
 from servetune.tune.sources import Feasible, SearchSource, source_for
 from servetune.tune.variants import Variant, base_config
@@ -113,11 +113,10 @@ def _executor_room(exp: Experiment, variant: Variant) -> list[str]:
     cluster's resources are only known once connected; its executor refuses a too-wide launch then."""
     gpus = exp.executor.gpus if exp.executor.kind == "local-gpus" else None
     need = exp.hardware.slot_size(variant.config.flags)
-    if gpus is None or need <= len(gpus):
+    if gpus is None or gpu_slots(gpus, need) >= 1:
         return []
     return [
-        f"needs {need} GPU(s) for one launch, but executor local-gpus has {len(gpus)}: {','.join(gpus)} "
-        "(lower its parallel sizes, or give more --gpus)"
+        f"needs {need} GPU(s) for one launch, but {describe_gpus(gpus)} (lower its parallel sizes, or give more --gpus)"
     ]
 
 
