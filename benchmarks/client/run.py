@@ -264,6 +264,16 @@ def tool_argv(name: str, url: str, size: int, work: Path, workers: int) -> list[
     return None
 
 
+def tool_cpus(name: str, args: argparse.Namespace) -> str:
+    """Where a tool runs: servetune on every client CPU (a worker process each), a peer on the first one."""
+    return args.client_cpus if name == "servetune" else args.client_cpus.split(",")[0].split("-")[0]
+
+
+def installed(argv: list[str]) -> bool:
+    """Whether a tool's command exists here (peers live in their own virtual environments)."""
+    return Path(argv[0]).exists()
+
+
 def run_client(argv: list[str], mock: Mock, work: Path, tag: str, cpus: str, timeout_s: float) -> dict:
     """Runs one client pinned to `cpus`; returns its process tree's CPU, wall time and the tokens it streamed."""
     env = dict(os.environ, LOCUST_TOKENS_FILE=str(work / "locust-tokens.txt"), PYTHONUNBUFFERED="1")
@@ -306,10 +316,10 @@ def cost_regime(ttft: float, itl: float, port: int, work: Path, args: argparse.N
     with Mock(port, ttft, itl, cheap=True) as mock:
         for name in args.tools:
             runs: dict = {}
-            cpus = args.client_cpus if name == "servetune" else args.client_cpus.split(",")[0].split("-")[0]
+            cpus = tool_cpus(name, args)
             for label, size in (("small", small), ("big", big)):
                 argv = tool_argv(name, mock.url, seconds[label] if name == "Locust" else size, work, args.workers)
-                if argv is None or not Path(argv[0]).exists():
+                if argv is None or not installed(argv):
                     runs = {"error": f"not installed ({argv[0] if argv else '?'} missing)"}
                     break
                 runs[label] = run_client(argv, mock, work, f"{name.split()[0]}-{label}", cpus, timeout_s=600)
@@ -349,12 +359,12 @@ def reads(work: Path, args: argparse.Namespace) -> dict:
             out[regime] = {}
             for name in args.tools:
                 argv = tool_argv(name, mock.url, 20 if name == "Locust" else size, work, args.workers)
-                if argv is None or not Path(argv[0]).exists():
+                if argv is None or not installed(argv):
                     continue
                 stat = work / "perf-stat.txt"
-                cpus = args.client_cpus if name == "servetune" else args.client_cpus.split(",")[0].split("-")[0]
+                stat.unlink(missing_ok=True)  # never the previous tool's counts
                 run = run_client([perf, "stat", "-x,", "-o", str(stat), "-e", events, "--", *argv], mock, work,
-                                 f"reads-{name.split()[0]}", cpus, timeout_s=600)  # fmt: skip
+                                 f"reads-{name.split()[0]}", tool_cpus(name, args), timeout_s=600)  # fmt: skip
                 if run["rc"] != 0 or not stat.exists():
                     out[regime][name] = {"error": run["log_tail"][-300:] or "perf wrote nothing"}
                     continue
