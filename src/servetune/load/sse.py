@@ -1,10 +1,12 @@
 """Turns an OpenAI-style response (SSE stream or JSON body) into the facts of a `RequestRecord`.
 
-The per-chunk path is the client's hot loop, so it never parses JSON for ordinary token chunks: it splits
-events with `bytes.find`, stamps each output chunk with the arrival time of its bytes, and classifies it with
-one compiled regular expression (is there a non-empty `text`/`content`/`reasoning_content`/`reasoning`
-string?). JSON is parsed only where it decides something: error events, the last chunk with a finish reason,
-the last `usage`, and (when a tokenizer must count the text) the output chunks at the end of the request.
+The per-chunk path is the client's hot loop, so it never parses JSON for ordinary token chunks: a read that
+holds one whole event starting with the bytes this stream's token events start with (`StreamState.prefix`) is a
+token at once; anything else is split into events with `bytes.find` and classified with one compiled regular
+expression (is there a non-empty `text`/`content`/`reasoning_content`/`reasoning` string?). Each output chunk is
+stamped with the arrival time of its bytes. JSON is parsed only where it decides something: error events, the
+last chunk with a finish reason, the last `usage`, and (when a tokenizer must count the text) the output chunks
+at the end of the request.
 """
 
 from __future__ import annotations
