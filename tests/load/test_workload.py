@@ -132,3 +132,18 @@ async def test_bad_inputs_are_user_errors(tmp_path: Path) -> None:
         await RequestFactory(Workload.from_file(str(bad)), WordCounter(), "completions").conversation(0)
     with pytest.raises(ServetuneError):
         LocalTokenizer(str(tmp_path / "missing.json"))
+
+
+def test_prompt_words_are_the_words_rng_choice_draws() -> None:
+    """The factory picks words by the integers `rng.choice(pool, n)` would draw: the prompts a seed gave before the
+    Python-list speed-up are the prompts it gives now."""
+    import numpy as np
+
+    factory = RequestFactory(Workload.synthetic(64, 16), WordCounter(), "completions")
+    pool = np.array(factory.pool)
+    for seed in range(20):
+        n = 1 + 13 * seed
+        assert (
+            factory._words(np.random.default_rng([seed, 2]), n)
+            == np.random.default_rng([seed, 2]).choice(pool, size=n).tolist()
+        )
