@@ -4,8 +4,10 @@ workers merged, each node's clock offset measured and stated.
 
 A capped open loop hands each arrival out at its time (a slot must be free), so every arrival crosses the Ray hop
 on its way (about 1 ms here, p99 a few ms on a quiet machine): the rate is judged on what the server saw (the
-workers' send times), the Poisson shape on the hand-outs. On a machine loaded far beyond its cores the hop's tail
-can reach 100 ms and the shape check can fail: re-run it on a quiet machine before calling it a bug."""
+workers' send times), the Poisson shape on the hand-outs by counts in 100 ms windows. Not by the gaps' KS test: an
+arrival due while the coordinator is still handing out the one before leaves late (median 0.43 ms after a gap
+under 1 ms, 0.15 ms otherwise, measured here), which bunches the shortest gaps and moved that p-value from the
+schedule's 0.55 to 0.01-0.17 on a quiet machine (and failed CI once); the lateness itself is bounded instead."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.scaleout.cluster import RayCluster
-from tests.stats import ks_exponential
+from tests.stats import poisson_counts
 
 from servetune.load.shape import LoadShape
 
@@ -61,8 +63,9 @@ def test_bench_over_two_nodes_delivers_the_poisson_rate_under_its_cap(
 
     scheduled = np.array([r["scheduled_ns"] for r in measured]) / 1e9
     assert np.allclose(scheduled - scheduled[0], LoadShape.open(RATE, requests=REQUESTS, seed=SEED).arrivals(REQUESTS))
-    dispatched = np.sort([r["dispatched_ns"] for r in measured]) / 1e9
-    assert ks_exponential(np.diff(dispatched), RATE) > 0.01, "the arrivals handed out are Poisson at the rate"
+    dispatched = np.array([r["dispatched_ns"] for r in measured]) / 1e9
+    assert poisson_counts(dispatched, 0.1) > 0.01, "the arrivals handed out are a Poisson process"
+    assert np.median(dispatched - scheduled) < 0.002, "each handed out at its time (the event loop's wake-up aside)"
     sent = np.sort([r["sent_ns"] for r in measured]) / 1e9  # on the two workers' clocks: what the server saw
     delivered = (REQUESTS - 1) / (sent[-1] - sent[0])
     asked = (REQUESTS - 1) / (scheduled[-1] - scheduled[0])  # the seed's Poisson draw of the requested rate
