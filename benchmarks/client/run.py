@@ -136,10 +136,15 @@ class Mock:
             float(line.split()[-1]) for line in text.splitlines() if line.startswith("vllm:generation_tokens_total")
         )
 
-    def server_ttft_ms(self, clear: bool = False) -> list[float]:
-        """The server's own TTFT of every streamed request since the last clear (one server process)."""
+    def server_truth(self, clear: bool = False) -> dict:
+        """The server's own TTFT of every streamed request since the last clear (one server process), where it
+        counts from ("kernel": the request's arrival at the host; "read": its loop's read) and, from the kernel,
+        each request's wait in its socket before the loop read it."""
         req = urllib.request.Request(self.url + "/mock/ttft", method="DELETE" if clear else "GET")
-        return json.loads(urllib.request.urlopen(req, timeout=5).read())["ttft_ms"]
+        return json.loads(urllib.request.urlopen(req, timeout=5).read())
+
+    def server_ttft_ms(self, clear: bool = False) -> list[float]:
+        return list(self.server_truth(clear)["ttft_ms"])
 
     def cpu_s(self) -> float:
         total = 0.0
@@ -411,8 +416,11 @@ def servetune_point(
     out = work / f"{tag}.json"
     summary = json.loads(out.read_text())["summary"] if out.exists() else None
     rs = records(work / f"{tag}.jsonl") if summary else []
-    server = mock.server_ttft_ms()[-len(rs) :] if rs else []  # the warm-up's requests came first
-    return {"run": run, "summary": summary, "records": rs, "server_ttft_ms": server}
+    truth = mock.server_truth()
+    n = len(rs)  # the warm-up's requests came first
+    server, waits = (truth["ttft_ms"][-n:], truth["socket_wait_ms"][-n:]) if n else ([], [])
+    return {"run": run, "summary": summary, "records": rs, "server_ttft_ms": server, "origin": truth["origin"],
+            "socket_wait_ms": waits}  # fmt: skip
 
 
 def accuracy(work: Path, args: argparse.Namespace) -> dict:
@@ -441,6 +449,9 @@ def accuracy(work: Path, args: argparse.Namespace) -> dict:
                 "client_ttft_median_ms": statistics.median(client),
                 "server_ttft_median_ms": statistics.median(p["server_ttft_ms"]),
                 "ttft_error_ms": statistics.median(client) - statistics.median(p["server_ttft_ms"]),
+                "server_origin": p["origin"],
+                "socket_wait_median_ms": statistics.median(p["socket_wait_ms"]) if p["socket_wait_ms"] else None,
+                "socket_wait_p99_ms": pct(p["socket_wait_ms"], 99) if p["socket_wait_ms"] else None,
                 "itl_p50_ms": s["itl_ms"]["p50"],
                 "output_tok_s": s["output_throughput"],
                 "valid": s["validity"]["ok"],
@@ -587,6 +598,7 @@ def write_markdown(data: dict) -> None:
         f"Server `servetune mock-server` on CPU {SERVER_CPU} (burst and steady: one per CPU of "
         f"{data.get('server_cpus', SERVER_CPU)}), clients on CPU(s) {data['client_cpus']} (servetune with "
         f"{data['workers']} worker process(es)); {OUTPUT_TOKENS}-token streamed answers, {INPUT_TOKENS}-token prompts.",
+        "Sections taken: " + (", ".join(f"{k} {v}" for k, v in data.get("taken", {}).items()) or data["started"]) + ".",
     ]
     if data.get("shared_machine"):
         lines += ["", f"**Taken on a shared machine ({data['shared_machine']}): noisy; re-run on a quiet one.**"]
@@ -650,18 +662,29 @@ def write_markdown(data: dict) -> None:
     if acc:
         lines += ["", "## TTFT accuracy: client median − the server's own median (mock TTFT 50 ms, ITL 10 ms)", ""]
         lines.append(f"What the box moves (c1024): {acc.get('capacity_tok_s', 0):,.0f} tok/s.")
-        lines += ["", "| load | requests | client ms | server ms | error ms (goal) | ITL p50 ms | tok/s | valid |"]
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
+        lines += [
+            "",
+            "The server's TTFT counts from the request's arrival at the host where the mock can read the kernel's",
+            "receive stamp (from `kernel`), so a request's wait in the server's socket is in the truth, not in the",
+            "error; the wait is shown beside it (from `read`: the older truth, the server loop's read, blind to it).",
+            "",
+            "| load | requests | client ms | server ms | error ms (goal) | server from | socket wait p50 / p99 ms "
+            "| ITL p50 ms | tok/s | valid |",
+        ]
+        lines.append("|---|---:|---:|---:|---:|---|---:|---:|---:|---|")
         for label, r in acc.items():
             if not isinstance(r, dict):
                 continue
             if "error" in r:
-                lines.append(f"| {label} | – | – | – | – | – | – | {r['error'][:80]} |")
+                lines.append(f"| {label} | – | – | – | – | – | – | – | – | {r['error'][:80]} |")
                 continue
             goal = "≤ 1" if label.startswith("85") else "≤ 0.5"
+            wait = r.get("socket_wait_median_ms")
+            waits = f"{wait:.3f} / {r['socket_wait_p99_ms']:.3f}" if wait is not None else "–"
             lines.append(
                 f"| {label} | {r['requests']} | {r['client_ttft_median_ms']:.3f} | {r['server_ttft_median_ms']:.3f} | "
-                f"{r['ttft_error_ms']:+.3f} ({goal}) | {r['itl_p50_ms']:.2f} | {r['output_tok_s']:,.0f} | "
+                f"{r['ttft_error_ms']:+.3f} ({goal}) | {r.get('server_origin', 'read')} | {waits} | "
+                f"{r['itl_p50_ms']:.2f} | {r['output_tok_s']:,.0f} | "
                 f"{'yes' if r['valid'] else 'no: ' + '; '.join(w[:80] for w in r['warnings'])} |"
             )
     for key, title in (
@@ -734,6 +757,13 @@ def main() -> None:
     for key in ("cost_runs", "reads", "accuracy", "poisson", "burst", "steady", "scaling", "profile"):
         if key not in data and key in previous:
             data[key] = previous[key]
+    taken = dict(previous.get("taken", {}))  # when each section was measured: a run may redo only some
+    for key in ("cost_runs", "reads", "accuracy", "poisson", "burst", "steady", "scaling", "profile"):
+        if key.removesuffix("_runs") in parts:
+            taken[key] = data["started"]
+        elif key in data:
+            taken.setdefault(key, previous.get("started", "?"))  # kept from a run before sections were dated
+    data["taken"] = {k: v for k, v in taken.items() if k in data}
     data["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     (OUT / "results.json").write_text(json.dumps(data, indent=2))
     write_markdown(data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import subprocess
@@ -104,3 +105,34 @@ def test_mock_servers_share_a_port_with_reuse_port() -> None:
         for server in servers:
             server.terminate()
             server.wait(10)
+
+
+async def _first_token_after_a_busy_loop(url: str, busy_s: float) -> tuple[float, dict]:
+    """Sends one streamed request, then blocks the loop (the mock's too) for `busy_s`, so the request waits in
+    the server's socket; returns the client's TTFT and what /mock/ttft says of it."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    body = json.dumps({"prompt": "a b c", "max_tokens": 2, "stream": True}).encode()
+    head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+    t0 = time.monotonic()
+    writer.write(head + body)
+    time.sleep(busy_s)
+    seen = b""
+    while b" tok" not in seen:
+        seen += await reader.read(65536)
+    ttft = time.monotonic() - t0
+    writer.close()
+    async with aiohttp.ClientSession() as s:
+        return ttft, await (await s.get(url + "/mock/ttft")).json()
+
+
+async def test_ttft_counts_from_the_kernels_receive_not_the_loops_read() -> None:
+    """A request that waits in a busy server's socket: the precise mock still answers 200 ms after the request
+    reached the host (the wait is inside its TTFT, and stated); the coarse one counts from its late read."""
+    async with running(MockConfig(ttft_ms=200, itl_ms=5)) as url:
+        ttft, truth = await _first_token_after_a_busy_loop(url, 0.15)
+    assert truth["origin"] == "kernel" and 0.195 < ttft < 0.29, (ttft, truth)
+    assert len(truth["ttft_ms"]) == len(truth["socket_wait_ms"]) == 1 and truth["socket_wait_ms"][0] > 140
+    async with running(MockConfig(ttft_ms=200, itl_ms=5, precise=False)) as url:
+        ttft, truth = await _first_token_after_a_busy_loop(url, 0.15)
+    assert truth["origin"] == "read" and ttft > 0.34 and truth["socket_wait_ms"] == [], (ttft, truth)

@@ -9,6 +9,15 @@ Endpoints: POST /v1/completions, /v1/chat/completions (stream or not), /tokenize
 /metrics (vLLM's metric names, so the Prometheus reader can be tested against it); GET /mock/ttft, the server's
 own TTFT of every streamed request (request received → first chunk written, the truth a client's TTFT is
 compared with; DELETE clears it).
+
+"Received" is the kernel's receive time where the server can read it, not the moment its loop got round to the
+socket: a loaded one-core server leaves requests waiting in their sockets for milliseconds, and a truth that
+starts at the read cannot see that wait, so it would be blamed on the client being measured (issue 12: +3.6 to
++5.5 ms of "client error" with the clients on time). In `precise` mode on asyncio's own loop the sockets carry
+SO_TIMESTAMPNS and are read with `recvmsg` (`_StampingSocket`); the answer's schedule and the TTFT both count
+from that stamp, and /mock/ttft says so (`"origin": "kernel"`) with each request's wait in its socket. uvloop
+reads in C (no ancillary data reaches Python), and coarse mode is for cost, not truth: both count from the read
+(`"origin": "read"`).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from servetune.mock.config import Fault, MockConfig
 _TOKEN = " tok"
 _BAD_UTF8 = b" \xff\xfe"
 _BLOCK = 16  # words per prefix-cache block in the mock's hit counter
+_SO_TIMESTAMPNS = 35  # SO_TIMESTAMPNS_OLD on Linux: the socket module does not name it
 
 
 def _count_words(body: dict) -> int:
@@ -59,6 +69,8 @@ class _Stats:
         self.requests = 0
         self._blocks: set[int] = set()
         self.ttft_ms: list[float] = []  # the server's own TTFT of each streamed request: arrival → first chunk written
+        self.socket_wait_ms: list[float] = []  # kernel receive → the loop's read, beside each TTFT (kernel origin)
+        self.origin = "read"  # where the arrival was stamped: "kernel" once a request came with the kernel's stamp
 
     def count_prefix(self, words: list[str]) -> None:
         """vLLM-style block hashing: a block hits when the same block, after the same prefix, was seen."""
@@ -99,6 +111,33 @@ class _Stats:
         for reason, n in sorted(self.finished.items()):
             lines.append(f'vllm:request_success_total{{{labels},finished_reason="{reason}"}} {n}')
         return ("\n".join(lines) + "\n").encode()
+
+
+class _StampingSocket(socket.socket):
+    """A socket whose `recv` is a `recvmsg` that keeps the kernel's receive stamp of the data (SO_TIMESTAMPNS),
+    on the loop's clock. asyncio's selector transports read through the socket object they were given, so a
+    listening socket of this class hands the transports of its connections sockets of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stamp = 0.0  # loop-clock time of the last read's data, 0 when the read came without a stamp
+        self.accepted: dict[int, _StampingSocket] = {}  # a listener's: accepted, not yet connected, by fd
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        fd, addr = self._accept()  # type: ignore[attr-defined]
+        conn = _StampingSocket(self.family, self.type, self.proto, fileno=fd)
+        conn.setblocking(False)
+        self.accepted[fd] = conn  # the connection's protocol takes it from here (uvloop never calls this)
+        return conn, addr
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        data, ancillary, _, _ = self.recvmsg(bufsize, 64, flags)
+        self.stamp = 0.0
+        for level, kind, raw in ancillary:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+                sec, nsec = struct.unpack("qq", raw[:16])
+                self.stamp = sec + nsec / 1e9 - (time.time() - time.monotonic())  # realtime → the loop's clock
+        return data
 
 
 def _frame(payload: bytes) -> bytes:
@@ -145,7 +184,7 @@ class _Stream:
         self.usage = bool(opts.get("include_usage")) and not (fault is not None and fault.kind == "drop_usage")
         self.prompt_tokens = _count_words(body)
         self.reasoning = min(cfg.reasoning_tokens, self.n) if chat else 0
-        self.arrival = arrival
+        self.arrival, self.socket_wait = arrival, conn.socket_wait
         self.t0 = arrival + cfg.ttft_ms / 1e3
         self.itl = cfg.itl_ms / 1e3
         self.k = 0
@@ -198,7 +237,10 @@ class _Stream:
                 conn.reset()
                 return conn.finish_response("abort")
         if k == 0:
-            conn.server.stats.ttft_ms.append(1e3 * (conn.server.loop.time() - self.arrival))
+            stats = conn.server.stats
+            stats.ttft_ms.append(1e3 * (conn.server.loop.time() - self.arrival))
+            if stats.origin == "kernel":
+                stats.socket_wait_ms.append(1e3 * self.socket_wait)
         if k == 0 and self.chat:
             conn.transport.write(self._chunk("", None, role=True))
         last = k == self.n - 1
@@ -238,13 +280,17 @@ class _Connection(asyncio.Protocol):
         self.busy = False
         self.closed = False
         self.t_in = 0.0
+        self.wait_in = 0.0  # how long the request's first bytes waited in the socket (kernel stamps only)
+        self.socket_wait = 0.0  # that, for the request being answered
         self.transport: asyncio.Transport
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         sock = transport.get_extra_info("socket")
+        self.stamping: _StampingSocket | None = None
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.stamping = self.server.stamping.pop(sock.fileno(), None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.busy:
@@ -269,6 +315,11 @@ class _Connection(asyncio.Protocol):
             return
         if not self.buf:
             self.t_in = self.server.loop.time()  # the request's arrival: TTFT counts from its first bytes
+            stamp = self.stamping.stamp if self.stamping is not None else 0.0
+            if stamp > 0:
+                self.server.stats.origin = "kernel"
+                self.wait_in = max(0.0, self.t_in - stamp)
+                self.t_in = min(stamp, self.t_in)
         self.buf += data
         self._next_request()
 
@@ -293,8 +344,8 @@ class _Connection(asyncio.Protocol):
             self.buf = self.buf[end + 4 + length :]
             method, path, *_ = head[0].split(" ")
             self.busy = True
-            arrival = self.t_in
-            self.t_in = self.server.loop.time()  # a pipelined request behind this one arrived by now
+            arrival, self.socket_wait = self.t_in, self.wait_in
+            self.t_in, self.wait_in = self.server.loop.time(), 0.0  # a pipelined request behind it arrived by now
             self.server.handle(self, method, path.split("?")[0], body, auth, arrival)
 
     def send(self, data: bytes) -> None:
@@ -321,6 +372,7 @@ class MockServer:
         self.stats = _Stats()
         self.loop = asyncio.get_running_loop()
         self._server: asyncio.AbstractServer | None = None
+        self.stamping: dict[int, _StampingSocket] = {}  # the listener's accepted sockets (precise mode)
 
     def schedule(self, when: float, callback: Callable[[], None]) -> None:
         """Runs `callback` at loop time `when`; with `precise`, wakes ~1.5 ms early and spins to the exact time."""
@@ -360,10 +412,11 @@ class MockServer:
             }
             return conn.send(_response(200, json.dumps(data).encode()))
         if path == "/mock/ttft":  # what a client's TTFT is compared with (GET reads, DELETE clears)
-            seen = json.dumps({"ttft_ms": self.stats.ttft_ms}).encode()
+            st = self.stats
+            seen = json.dumps({"ttft_ms": st.ttft_ms, "origin": st.origin, "socket_wait_ms": st.socket_wait_ms})
             if method == "DELETE":
-                self.stats.ttft_ms = []
-            return conn.send(_response(200, seen))
+                st.ttft_ms, st.socket_wait_ms = [], []
+            return conn.send(_response(200, seen.encode()))
         if method == "GET" and path == "/metrics":
             return conn.send(_response(200, self.stats.render(cfg.model), b"text/plain; version=0.0.4"))
         if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions", "/tokenize"):
@@ -423,10 +476,19 @@ class MockServer:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> int:
         """Starts listening; returns the bound port (port 0 picks a free one)."""
-        self._server = await self.loop.create_server(
-            lambda: _Connection(self), host, port, backlog=4096, reuse_address=True, reuse_port=reuse_port
-        )
-        return self._server.sockets[0].getsockname()[1]
+        listener = _StampingSocket(socket.AF_INET, socket.SOCK_STREAM) if self.config.precise else socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if self.config.precise:  # accepted sockets inherit it: their first data already carries the stamp
+            listener.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        if isinstance(listener, _StampingSocket):
+            self.stamping = listener.accepted
+        listener.bind((host, port))
+        listener.listen(4096)
+        listener.setblocking(False)
+        self._server = await self.loop.create_server(lambda: _Connection(self), sock=listener)
+        return int(listener.getsockname()[1])
 
     async def close(self) -> None:
         if self._server is not None:
