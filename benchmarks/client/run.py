@@ -11,9 +11,12 @@ answers, 64-token prompts. Sections (`--only NAME`, repeatable):
   start-up (imports, tokenizer loading, prompt building) cancels out. Client CPU is the rusage of the client's
   whole process tree; tokens are counted by the server (`vllm:generation_tokens_total`), the same for every
   tool. The whole section is repeated `--runs` times (3: the goal is ≤ 0.5× the cheapest peer in every run).
-- accuracy: TTFT error = client median − the server's own median (request received → first chunk written, from
-  the mock's /mock/ttft) at concurrency 1, 8, and 85 % of what the box moves (the tok/s a c1024 run reaches
-  with the same mock, turned into a concurrency). Mock TTFT 50 ms, ITL 10 ms, precise send times.
+- accuracy: TTFT error = client median − the server's own median (the request's arrival at the host, by the
+  kernel's receive stamp, → first chunk written, from the mock's /mock/ttft) at concurrency 1, 8, and 85 % of
+  what the box moves (the tok/s a c1024 run reaches with the same mock, turned into a concurrency). Mock TTFT
+  50 ms, ITL 10 ms, precise send times.
+- ramp: the closed loop's ramp (streams started spread over the warm-up) off and on, alternated, at the 85 %
+  point: TTFT error median and p90, the most requests sent in one 10 ms window.
 - poisson: a requested Poisson rate of 50 req/s for 30 s: the delivered rate against the requested schedule
   (goal within 1 %), a Kolmogorov–Smirnov test of the sent gaps, and the p99 TTFT error (goal ≤ 5 ms).
 - burst: the burst ceiling, req/s at concurrency 256 with 128-token streams (goal ≥ 1,300 req/s).
@@ -85,6 +88,9 @@ TOOLS = [
 # Not peers: servetune itself, the leanest aiohttp loop, and the floor of any Python client that stamps every read.
 REFERENCE = {"servetune", "aiohttp (bare loop)", FLOOR}
 READ_SYSCALLS = ("read", "readv", "recvfrom", "recvmsg")
+
+
+MEASURED: dict[str, int] = {}  # what a section of this run found that a later one uses (accuracy's 85 % point)
 
 
 def log(msg: str) -> None:
@@ -405,13 +411,20 @@ def pct(values: list[float], q: float) -> float:
 
 
 def servetune_point(
-    mock: Mock, work: Path, tag: str, conc: int, seconds: float, args: argparse.Namespace, workers: int | None = None
+    mock: Mock,
+    work: Path,
+    tag: str,
+    conc: int,
+    seconds: float,
+    args: argparse.Namespace,
+    workers: int | None = None,
+    extra: tuple[str, ...] = (),
 ) -> dict:
-    """One servetune run (CLI, pinned) with its summary, records, and the server's own TTFTs of the same run."""
+    """One servetune run (CLI, pinned) with its summary, records, and the server's own TTFTs of the same run.
+    A 1-s warm-up, over which a closed loop's streams start spread (servetune's default ramp)."""
     mock.server_ttft_ms(clear=True)
-    argv = servetune_argv(
-        mock.url, conc, work, tag, "--duration", str(seconds), "--warmup-s", "1", workers=workers or args.workers
-    )
+    bound = ("--duration", str(seconds), "--warmup-s", "1", *extra)
+    argv = servetune_argv(mock.url, conc, work, tag, *bound, workers=workers or args.workers)
     run = run_client(argv, mock, work, tag, args.client_cpus, timeout_s=seconds + 300)
     out = work / f"{tag}.json"
     summary = json.loads(out.read_text())["summary"] if out.exists() else None
@@ -434,6 +447,7 @@ def accuracy(work: Path, args: argparse.Namespace) -> dict:
         top = servetune_point(mock, work, "capacity", 1024, 4 if args.quick else 10, args)
         capacity = top["summary"]["output_throughput"] if top["summary"] else per_stream * 64
         c85 = max(1, round(0.85 * capacity / per_stream))
+        MEASURED["c85"] = c85
         results["capacity_tok_s"] = capacity
         for label, conc in (("c1", 1), ("c8", 8), (f"85% (c{c85})", c85)):
             log(f"accuracy: concurrency {conc}")
@@ -459,6 +473,39 @@ def accuracy(work: Path, args: argparse.Namespace) -> dict:
             }
             log(f"   {label}: TTFT error {results[label]['ttft_error_ms']:+.3f} ms")
     return results
+
+
+def ramp(work: Path, args: argparse.Namespace) -> dict:
+    """The closed loop's ramp, on and off, alternated twice at the accuracy section's 85 % concurrency (c579 when
+    that section has not run): TTFT error median and p90 against the server's own, the most requests sent in one
+    10 ms window (waves), and whether the client called itself the limit."""
+    previous = (
+        json.loads((OUT / "results.json").read_text()).get("accuracy", {}) if (OUT / "results.json").exists() else {}
+    )
+    conc = next((r["concurrency"] for k, r in previous.items() if k.startswith("85") and "concurrency" in r), 579)
+    out: dict = {"concurrency": conc, "runs": []}
+    with Mock(18851, 50, 10, cheap=False) as mock:
+        for i, (label, extra) in enumerate([("at once", ("--ramp-s", "0")), ("ramped", ())] * 2):
+            log(f"ramp: {label} ({i + 1}/4)")
+            p = servetune_point(mock, work, f"ramp-{i}", conc, 4 if args.quick else 10, args, extra=extra)
+            client, server = ttft_ms(p["records"]), p["server_ttft_ms"]
+            if not client or not server:
+                out["runs"].append({"ramp": label, "error": p["run"]["log_tail"][-400:]})
+                continue
+            sent = sorted(r["sent_ns"] for r in p["records"])
+            windows: dict[int, int] = {}
+            for ns in sent:
+                windows[(ns - sent[0]) // 10_000_000] = windows.get((ns - sent[0]) // 10_000_000, 0) + 1
+            out["runs"].append({
+                "ramp": label,
+                "ttft_error_median_ms": statistics.median(client) - statistics.median(server),
+                "ttft_error_p90_ms": pct(client, 90) - pct(server, 90),
+                "most_sent_in_10ms": max(windows.values()),
+                "empty_10ms_windows_pct": 100 * (1 - len(windows) / ((sent[-1] - sent[0]) // 10_000_000 + 1)),
+                "client_limited": any("client limited" in w for w in p["summary"]["validity"]["warnings"]),
+                "output_tok_s": p["summary"]["output_throughput"],
+            })  # fmt: skip
+    return out
 
 
 def poisson(work: Path, args: argparse.Namespace) -> dict:
@@ -688,7 +735,8 @@ def write_markdown(data: dict) -> None:
                 f"{'yes' if r['valid'] else 'no: ' + '; '.join(w[:80] for w in r['warnings'])} |"
             )
     for key, title in (
-        ("poisson", "Poisson 50 req/s"), ("burst", "Burst ceiling, c256"), ("steady", "Steady, c1024"),
+        ("ramp", "A closed loop's ramp, off and on"), ("poisson", "Poisson 50 req/s"),
+        ("burst", "Burst ceiling, c256"), ("steady", "Steady, c1024"),
         ("scaling", "Worker processes, c1024"), ("profile", "Profile"),
     ):  # fmt: skip
         if data.get(key):
@@ -702,7 +750,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="shorter runs (a smoke test of the script)")
     parser.add_argument(
         "--only",
-        choices=["cost", "reads", "accuracy", "poisson", "burst", "steady", "scaling", "profile"],
+        choices=["cost", "reads", "accuracy", "ramp", "poisson", "burst", "steady", "scaling", "profile"],
         action="append",
     )
     parser.add_argument("--runs", type=int, default=3, help="repetitions of the cost section")
@@ -723,7 +771,7 @@ def main() -> None:
         nproc = ["taskset", "-c", args.client_cpus, "nproc"]
         cpus = subprocess.run(nproc, capture_output=True, text=True, check=False).stdout
         args.workers = int(cpus.strip() or 1)
-    parts = args.only or ["cost", "reads", "accuracy", "poisson", "burst", "steady"]
+    parts = args.only or ["cost", "reads", "accuracy", "ramp", "poisson", "burst", "steady"]
     data: dict = {
         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.node()} {os.cpu_count()} CPUs, Python {platform.python_version()}",
@@ -745,8 +793,8 @@ def main() -> None:
                     run[regime] = cost_regime(ttft, itl, 18601 + 10 * i + k, work, args)
                 data["cost_runs"].append(run)
         for name, fn in (
-            ("reads", reads), ("accuracy", accuracy), ("poisson", poisson), ("burst", burst), ("steady", steady),
-            ("scaling", scaling),
+            ("reads", reads), ("accuracy", accuracy), ("ramp", ramp), ("poisson", poisson), ("burst", burst),
+            ("steady", steady), ("scaling", scaling),
         ):  # fmt: skip
             if name in parts:
                 log(name)
@@ -754,11 +802,11 @@ def main() -> None:
                 log(f"   {json.dumps(data[name])[:400]}")
         if "profile" in parts:
             data["profile"] = profile(work, args)
-    for key in ("cost_runs", "reads", "accuracy", "poisson", "burst", "steady", "scaling", "profile"):
+    for key in ("cost_runs", "reads", "accuracy", "ramp", "poisson", "burst", "steady", "scaling", "profile"):
         if key not in data and key in previous:
             data[key] = previous[key]
     taken = dict(previous.get("taken", {}))  # when each section was measured: a run may redo only some
-    for key in ("cost_runs", "reads", "accuracy", "poisson", "burst", "steady", "scaling", "profile"):
+    for key in ("cost_runs", "reads", "accuracy", "ramp", "poisson", "burst", "steady", "scaling", "profile"):
         if key.removesuffix("_runs") in parts:
             taken[key] = data["started"]
         elif key in data:

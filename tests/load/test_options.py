@@ -30,6 +30,7 @@ def test_workload_and_shape() -> None:
     assert (klass.input_dist.kind, klass.input_dist.mean) == ("uniform", 1000)
     assert klass.input_dist.std == pytest.approx(250 / math.sqrt(3))  # uniform in [750, 1250]
     assert o.shape().kind == "concurrency" and o.shape().concurrency == 8 and o.shape().requests == 100
+    assert LoadOptions.parse(concurrency=2, warmup_s=1, duration=3, ramp_s=0.5).shape().stream_starts() == [0, 0.25]
     opened = LoadOptions.parse(rate=3, max_concurrency=4, duration=5, warmup_s=1, arrival="gamma", burstiness=0.5)
     shape = opened.shape()
     assert (shape.rate, shape.max_concurrency, shape.requests, shape.duration_s) == (3, 4, None, 5)
@@ -70,6 +71,8 @@ def test_from_argv_with_aliases_leaves_other_flags() -> None:
         ({"concurrency": 1, "dataset": "/no/such/file.jsonl"}, "--dataset"),
         ({"concurrency": 1, "output_std": 5, "range_ratio": 0.1}, "--range-ratio"),
         ({"concurrency": 1, "max_concurrency": 4}, "--max-concurrency"),
+        ({"rate": 5, "requests": 9, "ramp_s": 2}, "--ramp-s"),
+        ({"concurrency": 1, "ramp_s": -1}, "--ramp-s"),
         ({"duration": 5}, "needs a load"),
         ({"concurrency": 1, "rate": 2}, "--concurrency"),
         ({"rate": "inf", "duration": 5}, "rate inf"),

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+from servetune.errors import ServetuneError
 from servetune.load.runner import run_load, run_load_sync
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
@@ -51,6 +52,31 @@ async def test_open_loop_concurrency_cap() -> None:
     async with running(MockConfig(ttft_ms=20, itl_ms=2)) as url:
         result = await run_load(url, "mock", W, LoadShape.open(float("inf"), requests=20, max_concurrency=3))
     assert result.summary.peak_concurrency == 3 and result.summary.completed == 20
+
+
+def test_a_closed_loop_ramps_its_streams_over_the_warm_up() -> None:
+    assert LoadShape.closed(4, requests=1, warmup_s=2.0).stream_starts() == [0.0, 0.5, 1.0, 1.5]
+    assert LoadShape.closed(4, requests=1, warmup_s=2.0, ramp_s=0).stream_starts() == [0.0] * 4
+    assert LoadShape.closed(2, requests=1, ramp_s=1.0).stream_starts() == [0.0, 0.5]
+    assert LoadShape.closed(3, requests=1, warmup_requests=9).stream_starts() == [0.0] * 3  # nothing to ramp over
+    with pytest.raises(ServetuneError, match="closed loop"):
+        LoadShape.open(5.0, requests=1, ramp_s=1.0)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_ramped_streams_start_spread_and_are_replaced_at_once(workers: int) -> None:
+    """8 streams over 0.8 s of warm-up: one starts every 0.1 s (in process and across worker processes alike);
+    a 60 ms conversation that ends during the ramp is followed at once, so the loop holds every started stream."""
+    shape = LoadShape.closed(8, duration_s=0.5, warmup_s=0.8)
+    async with running(MockConfig(ttft_ms=30, itl_ms=3)) as url:
+        result = await run_load(url, "mock", W, shape, tokenizer="words", workers=workers)
+    t0 = min(r.sent_ns for r in result.records)
+    in_flight = [
+        sum(r.sent_ns <= t0 + t * 1e9 < r.done_ns for r in result.records) for t in (0.05 + 0.1 * k for k in range(8))
+    ]
+    assert all(k <= n <= k + 1 for k, n in enumerate(in_flight)), in_flight  # k+1 started; one may be between two
+    assert sum(in_flight) >= 28, in_flight  # mostly all k+1 of them: a stream that ends goes on at once
+    assert result.summary.peak_concurrency <= 8
 
 
 async def test_duration_bound_with_warmup_and_cooldown() -> None:

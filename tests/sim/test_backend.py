@@ -185,6 +185,15 @@ def test_phases_and_bounds(deployment) -> None:
     assert all(r.ok for r in timed)  # a closed loop lets its cool-down conversations finish
 
 
+def test_closed_loop_ramp_is_the_live_runners(deployment) -> None:
+    """The simulator starts a closed loop's streams at `LoadShape.stream_starts`, the live runner's one rule."""
+    shape = LoadShape.closed(4, requests=8, warmup_s=1.0)
+    records = run(SimBackend(deployment), Workload.synthetic(256, 16), shape).records
+    t0 = min(r.sent_ns for r in records)
+    firsts = sorted(r.sent_ns - t0 for r in records)[:4]
+    assert [ns / 1e9 for ns in firsts] == pytest.approx(shape.stream_starts(), abs=1e-6)
+
+
 def test_open_loop_arrivals_follow_the_shape(deployment) -> None:
     b = SimBackend(deployment)
     shape = LoadShape.open(4.0, requests=20, seed=3)

@@ -133,7 +133,26 @@ class Coordinator:
             self.slot.clear()
             await self.slot.wait()
 
+    async def _ramp(self, starts: list[float]) -> None:
+        """The budget of a closed loop grows by one stream at each start time (`LoadShape.stream_starts`): a
+        stream that ends during the ramp is replaced at once, as a stream of the in-process loop goes on."""
+        for start in starts:
+            wait = start - (_now() - self.start_ns) / 1e9
+            if wait > 0:
+                await asyncio.sleep(wait)
+            assert self.free is not None
+            self.free += 1
+            self.slot.set()
+
     async def _closed(self) -> None:
+        self.free = 0
+        ramp = asyncio.ensure_future(self._ramp(self.shape.stream_starts()))
+        try:
+            await self._closed_loop()
+        finally:
+            ramp.cancel()
+
+    async def _closed_loop(self) -> None:
         index = 0
         while self.alive:
             await self._slot()

@@ -127,6 +127,12 @@ class LoadOptions(BaseModel):
     cooldown_s: float = Field(
         0.0, ge=0, allow_inf_nan=False, description="Seconds the load stays on after the measured requests"
     )
+    ramp_s: float | None = Field(
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Closed loop: start the streams spread over this many seconds (default: --warmup-s; 0: at once)",
+    )
     connect_timeout: float = Field(10.0, gt=0, allow_inf_nan=False, description="Seconds to connect")
     first_token_timeout: float = Field(600.0, gt=0, allow_inf_nan=False, description="Seconds to the first token")
     inter_token_timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="Seconds between two tokens")
@@ -200,6 +206,11 @@ class LoadOptions(BaseModel):
             raise ServetuneError("give exactly one of --concurrency and --rate", "e.g. --concurrency 8, or --rate 4")
         if self.max_concurrency is not None and self.concurrency is not None:
             raise ServetuneError("--max-concurrency caps an open loop", "use it with --rate, or drop it")
+        if self.ramp_s and self.rate is not None:
+            raise ServetuneError(
+                "--ramp-s spreads the starts of a closed loop's streams; an open loop's arrivals have their own times",
+                "drop --ramp-s with --rate, or use --concurrency N",
+            )
         if self.output_std and self.range_ratio:
             raise ServetuneError("--output-std and --range-ratio both spread the output length", "give one of them")
         if self.dataset_name in ("sharegpt", "custom") and self.dataset is None:
@@ -312,7 +323,7 @@ class LoadOptions(BaseModel):
             timeouts=timeouts,
         )
         if self.concurrency is not None:
-            return LoadShape.closed(self.concurrency, **common)
+            return LoadShape.closed(self.concurrency, ramp_s=self.ramp_s, **common)
         assert self.rate is not None  # _consistent
         arrival = "gamma" if self.arrival == "poisson" and self.burstiness != 1 else self.arrival  # vLLM's rule
         return LoadShape.open(

@@ -104,7 +104,10 @@ class _Run:
         return task
 
     async def closed_loop(self) -> None:
-        async def worker() -> None:
+        async def worker(start_s: float) -> None:
+            wait = start_s - (_now() - self.start_ns) / 1e9
+            if wait > 0:
+                await asyncio.sleep(wait)
             while True:
                 phase = self.phaser.next((_now() - self.start_ns) / 1e9)
                 if phase is None:
@@ -115,7 +118,7 @@ class _Run:
                 now = _now()
                 await self._spawn(self.run_conversation(conv, phase, now, now), phase)
 
-        workers = [asyncio.ensure_future(worker()) for _ in range(self.shape.concurrency or 1)]
+        workers = [asyncio.ensure_future(worker(start)) for start in self.shape.stream_starts()]
         await self._finish(workers)
 
     async def open_loop(self) -> None:

@@ -220,8 +220,8 @@ class _Run:
     def execute(self) -> list[RequestRecord]:
         try:
             if self.closed:
-                for _ in range(self.shape.concurrency or 1):
-                    if not self._worker_next(self.t0):
+                for start in self.shape.stream_starts():
+                    if not self._worker_next(self.t0 + start):
                         break
             else:
                 self._dispatch_next()
