@@ -479,10 +479,11 @@ def ramp(work: Path, args: argparse.Namespace) -> dict:
     """The closed loop's ramp, on and off, alternated twice at the accuracy section's 85 % concurrency (c579 when
     that section has not run): TTFT error median and p90 against the server's own, the most requests sent in one
     10 ms window (waves), and whether the client called itself the limit."""
-    previous = (
-        json.loads((OUT / "results.json").read_text()).get("accuracy", {}) if (OUT / "results.json").exists() else {}
+    saved = OUT / "results.json"
+    previous = json.loads(saved.read_text()).get("accuracy", {}) if saved.exists() else {}
+    conc = MEASURED.get("c85") or next(
+        (r["concurrency"] for k, r in previous.items() if k.startswith("85") and "concurrency" in r), 579
     )
-    conc = next((r["concurrency"] for k, r in previous.items() if k.startswith("85") and "concurrency" in r), 579)
     out: dict = {"concurrency": conc, "runs": []}
     with Mock(18851, 50, 10, cheap=False) as mock:
         for i, (label, extra) in enumerate([("at once", ("--ramp-s", "0")), ("ramped", ())] * 2):

@@ -480,9 +480,8 @@ class MockServer:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if reuse_port:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if self.config.precise:  # accepted sockets inherit it: their first data already carries the stamp
+        if isinstance(listener, _StampingSocket):  # accepted sockets inherit the option: their first data is stamped
             listener.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
-        if isinstance(listener, _StampingSocket):
             self.stamping = listener.accepted
         listener.bind((host, port))
         listener.listen(4096)
