@@ -175,3 +175,34 @@ def test_a_canary_api_key_reaches_no_file_bench_writes(tmp_path: Path) -> None:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=10)
+
+
+INTERRUPTED_LOOP = """
+import asyncio, gc, os, signal, sys
+from servetune.process.interrupts import run_coroutine
+
+ran = []
+
+async def probe():
+    ran.append(True)
+
+def loop_while_interrupted():  # the Ctrl-C lands while the event loop is being built (CI caught `tune` so)
+    os.kill(os.getpid(), signal.SIGINT)
+    return asyncio.new_event_loop()
+
+try:
+    run_coroutine(probe(), loop_factory=loop_while_interrupted)
+except KeyboardInterrupt:
+    gc.collect()
+    print("interrupted; the probe ran:", bool(ran), file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+def test_an_interrupt_while_the_event_loop_is_built_stops_cleanly() -> None:
+    """`run_coroutine` builds its loop with SIGINT held: the interrupt comes after, at a clean point; the loop is
+    whole (no failing `__del__`), the coroutine that never started is closed (no "never awaited")."""
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_LOOP], capture_output=True, text=True, timeout=60, env=ENV)
+    assert proc.returncode == 130 and "interrupted; the probe ran: False" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+    assert "never awaited" not in proc.stderr, proc.stderr

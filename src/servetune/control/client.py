@@ -12,7 +12,6 @@ not as zero tokens (0.1 built prompts four times too long against llama.cpp beca
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass, field
@@ -272,7 +271,9 @@ def _count(answer: Any) -> int | None:
 def run_sync(coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
     """Runs a control-plane coroutine from synchronous code (launch's readiness loop, `check`)."""
 
+    from servetune.process.interrupts import run_coroutine
+
     async def _wrap() -> T:
         return await coro
 
-    return asyncio.run(_wrap())
+    return run_coroutine(_wrap())

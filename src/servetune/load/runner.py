@@ -36,6 +36,7 @@ from servetune.metrics.record import Phase, RequestRecord
 from servetune.metrics.slo import Slos
 from servetune.metrics.summary import Summary, summarize
 from servetune.metrics.validity import ClientReport
+from servetune.process.interrupts import run_coroutine
 
 STREAMS_PER_WORKER = 32  # default_workers: fewer streams than this per worker buys nothing
 SETUP_S = 60.0  # a worker has this long to start, import, and open its connections
@@ -416,11 +417,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         import uvloop
     except ImportError:
-        runner: Callable[[Coroutine[Any, Any, None]], None] = asyncio.run
+        factory: Callable[[], asyncio.AbstractEventLoop] | None = None
     else:
-        runner = uvloop.run
+        factory = uvloop.new_event_loop
     try:
-        runner(main())
+        run_coroutine(main(), loop_factory=factory)
     except asyncio.CancelledError:
         if terminated:
             raise KeyboardInterrupt from None

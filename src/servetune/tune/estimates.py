@@ -10,7 +10,6 @@ memory headroom) cannot be an estimated objective (the loader rejects it).
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
+from servetune.process.interrupts import run_coroutine
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
 from servetune.suite.spec import ProbeContext, get_probe
@@ -131,7 +131,7 @@ def predictor(exp: Experiment) -> Predictor:
 
         try:
             backend = SimBackend(deployment_for_config(config, gpu=gpu, calibration=calibration))
-            result = asyncio.run(run_probe(spec, ProbeContext(backend, slos=dict(exp.slos)), params))
+            result = run_coroutine(run_probe(spec, ProbeContext(backend, slos=dict(exp.slos)), params))
         except ServetuneError as err:
             return Prediction({}, None, err.problem)
         if not result.ok:

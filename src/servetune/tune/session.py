@@ -11,7 +11,6 @@ store (`tune.relay`).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from servetune.engines.models import resolve_model, resolve_tokenizer
 from servetune.errors import ServetuneError
 from servetune.load.backend import Backend, LiveBackend
 from servetune.metrics.slo import wall_clock_slos
+from servetune.process.interrupts import run_coroutine
 from servetune.suite.requests import warm_up
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
@@ -140,7 +140,8 @@ class LaunchSession:
                 facts = _facts(engine)
                 pid = "simulated in process" if isinstance(engine, VirtualEngine) else f"engine pid {engine.pid}"
                 ran_on = f"{self.where}; {pid}"
-                asyncio.run(warm_up(ProbeContext(self._backend(first, engine, facts)), self.exp.suite.warmup_requests))
+                warm = ProbeContext(self._backend(first, engine, facts))
+                run_coroutine(warm_up(warm, self.exp.suite.warmup_requests))
                 for position, variant in enumerate(group):
                     self.store.set_status(variant.key(), "running", launch_s=launch_s, facts=facts, ran_on=ran_on)
                     died = self._run_suite(variant, engine, facts, launch_s if position == 0 else 0.0)
@@ -205,7 +206,7 @@ class LaunchSession:
                 self.progress.say(variant.name, f"{name} {repeat + 1}/{repeats}")
                 run_clock = stopwatch()
                 ctx = ProbeContext(backend, slos=slos, seed=_seed(variant, repeat), facts=facts)
-                result = asyncio.run(run_probe(spec, ctx, params))
+                result = run_coroutine(run_probe(spec, ctx, params))
                 self.store.add_run(
                     RunResult(
                         variant_key=variant.key(),
