@@ -181,6 +181,7 @@ INTERRUPTED_LOOP = """
 import asyncio, gc, os, signal, sys
 from servetune.process.interrupts import run_coroutine
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a job started by `nohup` or `&` inherits it ignored
 ran = []
 
 async def probe():
