@@ -7,8 +7,9 @@ answers, 64-token prompts. Sections (`--only NAME`, repeatable):
 
 - cost: client CPU time per streamed token at concurrency 256 for every tool, in three regimes: paced streams of
   one token per 5 ms and per 2 ms (every token its own read) and a burst (TTFT 0, ITL 0: all tokens at once).
-  Each tool runs twice per regime, a short and a long run, and the cost is Δ(client CPU) / Δ(tokens), so
-  start-up (imports, tokenizer loading, prompt building) cancels out. Client CPU is the rusage of the client's
+  Each tool runs twice per regime, a short and a long run (servetune and Locust 5 s and 20 s, the others by
+  request counts, the fast ones' about as long), and the cost is Δ(client CPU) / Δ(tokens), so start-up
+  (imports, tokenizer loading) cancels out. Client CPU is the rusage of the client's
   whole process tree; tokens are counted by the server (`vllm:generation_tokens_total`), the same for every
   tool. The whole section is repeated `--runs` times (3: the goal is ≤ 0.5× the cheapest peer in every run).
 - accuracy: TTFT error = client median − the server's own median (the request's arrival at the host, by the
@@ -88,6 +89,12 @@ TOOLS = [
 # Not peers: servetune itself, the leanest aiohttp loop, and the floor of any Python client that stamps every read.
 REFERENCE = {"servetune", "aiohttp (bare loop)", FLOOR}
 READ_SYSCALLS = ("read", "readv", "recvfrom", "recvmsg")
+# The cost runs' bounds. The difference of a short and a long run is taken over about 15 s for every tool that is
+# not slow for its own reasons: servetune and Locust run 5 s and 20 s; the fast count-bounded clients get counts
+# this many times the base ones, about as long. (servetune's runs had been 1,500 requests: a difference taken
+# over under 3 s, where one second of a busy neighbour on this shared VM moved its figure by half.)
+TIMED = {"servetune", "Locust"}
+LONGER = {"vllm bench serve": 4, "aiohttp (bare loop)": 5, FLOOR: 5}
 
 
 MEASURED: dict[str, int] = {}  # what a section of this run found that a later one uses (accuracy's 85 % point)
@@ -215,11 +222,11 @@ def servetune_argv(
 
 
 def tool_argv(name: str, url: str, size: int, work: Path, workers: int) -> list[str] | None:
-    """The command for one run of `name` of `size` requests (Locust: seconds) at `CONCURRENCY`."""
+    """The command for one run of `name` of `size` requests (servetune and Locust: seconds) at `CONCURRENCY`."""
     tok, conc = str(TOKENIZER_DIR), str(CONCURRENCY)
     if name == "servetune":
         return servetune_argv(
-            url, CONCURRENCY, work, f"cost-{size}", "--requests", str(size), workers=workers, jsonl=False
+            url, CONCURRENCY, work, f"cost-{size}", "--duration", str(size), workers=workers, jsonl=False
         )
     if name == "vllm bench serve":
         return [
@@ -323,13 +330,15 @@ def cost_regime(ttft: float, itl: float, port: int, work: Path, args: argparse.N
     if itl == 0:  # a burst moves ~10× the requests per second: longer runs for the same precision
         small, big = small * 4, big * 4
     seconds = {"small": 4 if args.quick else 5, "big": 8 if args.quick else 20}
+    count = {"small": small, "big": big}
     results: dict = {}
     with Mock(port, ttft, itl, cheap=True) as mock:
         for name in args.tools:
             runs: dict = {}
             cpus = tool_cpus(name, args)
-            for label, size in (("small", small), ("big", big)):
-                argv = tool_argv(name, mock.url, seconds[label] if name == "Locust" else size, work, args.workers)
+            for label in ("small", "big"):
+                size = seconds[label] if name in TIMED else count[label] * LONGER.get(name, 1)
+                argv = tool_argv(name, mock.url, size, work, args.workers)
                 if argv is None or not installed(argv):
                     runs = {"error": f"not installed ({argv[0] if argv else '?'} missing)"}
                     break

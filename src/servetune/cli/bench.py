@@ -328,10 +328,9 @@ def mock_server(
     api_key: str | None = typer.Option(None, help="Require this bearer token on /v1/ routes"),
 ) -> None:
     """A fast OpenAI-compatible streaming server with fixed TTFT and ITL, for measuring clients and tests."""
-    import asyncio
-
     from servetune.mock.config import Fault, MockConfig
     from servetune.mock.server import serve_forever
+    from servetune.process.interrupts import run_coroutine
 
     config = MockConfig(
         model=model, ttft_ms=ttft_ms, itl_ms=itl_ms, output_tokens=output_tokens, reasoning_tokens=reasoning_tokens,
@@ -348,9 +347,9 @@ def mock_server(
         if uvloop:
             import uvloop as _uvloop
 
-            _uvloop.run(coro)
+            run_coroutine(coro, _uvloop.new_event_loop)
         else:
-            asyncio.run(coro)
+            run_coroutine(coro)
     except KeyboardInterrupt:
         pass
     except OSError as err:

@@ -86,12 +86,11 @@ def _print_check(result: ProbeResult, base_url: str, model: str) -> None:
 def _acceptance(
     base_url: str, model: str, long_context: int | None, api_key: str | None, timeout: float
 ) -> tuple[ProbeResult, str]:
-    import asyncio
-
     from servetune.control.client import normalize_base_url
+    from servetune.process.interrupts import run_coroutine
     from servetune.suite.check import check_server
 
-    result = asyncio.run(
+    result = run_coroutine(
         check_server(base_url, model, long_context_tokens=long_context, api_key=api_key, timeout_s=timeout)
     )
     return result, normalize_base_url(base_url)

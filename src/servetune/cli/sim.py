@@ -35,8 +35,7 @@ def sim_serve(ctx: typer.Context) -> None:
     (MODEL: a directory with config.json, or a bundled name; an unknown flag is an error unless
     --pass-unknown-flags; --show-config prints what was understood, as `plan --show-config` does, and stops)
     """
-    import asyncio
-
+    from servetune.process.interrupts import run_coroutine
     from servetune.sim.deployment import build_deployment
     from servetune.sim.flags import parse_sim_args
     from servetune.sim.server import serve
@@ -55,7 +54,7 @@ def sim_serve(ctx: typer.Context) -> None:
     for line in dep.startup_lines():
         _vllm_log(line)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(dep, _vllm_log))
+        run_coroutine(serve(dep, _vllm_log))
 
 
 ESTIMATE_ALIASES = {
@@ -128,8 +127,6 @@ def _show_config(words: list[str]) -> bool:
 
 def estimate(ctx: typer.Context) -> None:
     """Predict TTFT/TPOT/ITL/throughput of a workload on a vLLM config, offline, in seconds (see --help)."""
-    import asyncio
-
     from servetune.errors import ServetuneError
     from servetune.load.backend import ClientSpec
     from servetune.load.options import LoadOptions
@@ -138,6 +135,7 @@ def estimate(ctx: typer.Context) -> None:
     from servetune.metrics.prometheus import MetricsSnapshot, delta
     from servetune.metrics.render import summary_lines
     from servetune.metrics.summary import summarize
+    from servetune.process.interrupts import run_coroutine
     from servetune.sim.backend import SimBackend
     from servetune.sim.deployment import build_deployment
     from servetune.sim.explain import explain_ttft
@@ -165,7 +163,7 @@ def estimate(ctx: typer.Context) -> None:
         result = await backend.run(options.workload(), options.shape())
         return before, result, await backend.scrape()
 
-    before, result, after = asyncio.run(run())
+    before, result, after = run_coroutine(run())
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     summary = summarize(result.records, slos=options.slos(), percentiles=options.percentile_values())
     result = result.model_copy(update={"summary": summary})

@@ -12,6 +12,7 @@ not as zero tokens (0.1 built prompts four times too long against llama.cpp beca
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass, field
@@ -272,6 +273,9 @@ def run_sync(coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
     """Runs a control-plane coroutine from synchronous code (launch's readiness loop, `check`)."""
 
     from servetune.process.interrupts import run_coroutine
+
+    if inspect.iscoroutine(coro):  # handed over as it is: an interrupt before it starts closes it
+        return run_coroutine(coro)
 
     async def _wrap() -> T:
         return await coro

@@ -25,6 +25,7 @@ from servetune.engines.readiness import probe
 from servetune.engines.registry import adapter_for
 from servetune.errors import ServetuneError
 from servetune.process.group import ProcessGroup, TeardownReport
+from servetune.process.interrupts import run_coroutine
 from servetune.process.logfollow import LogFollower, read_text
 from servetune.process.ports import free_port
 from servetune.secrets import Redactor
@@ -192,7 +193,7 @@ def _launch_once(
         ) from err
     base_url = f"http://{host}:{port}"
     try:
-        max_len = asyncio.run(_wait_ready(cfg, adapter, group, base_url, startup_timeout_s, on_progress))
+        max_len = run_coroutine(_wait_ready(cfg, adapter, group, base_url, startup_timeout_s, on_progress))
     except EngineLaunchError as err:
         err.teardown = group.stop(grace_s=DEFAULT_GRACE_S)
         raise

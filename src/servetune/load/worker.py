@@ -32,6 +32,7 @@ from servetune.load.prompts import Conversation
 from servetune.load.shape import Timeouts
 from servetune.load.transport import frame, read_frame, serve_frames
 from servetune.metrics.record import Phase, RequestRecord
+from servetune.process.interrupts import run_coroutine
 
 BEAT_S = 1.0
 _now = time.monotonic_ns
@@ -194,9 +195,9 @@ def main() -> None:
     try:
         import uvloop
     except ImportError:
-        asyncio.run(serve(fd))
+        run_coroutine(serve(fd))
         return
-    uvloop.run(serve(fd))
+    run_coroutine(serve(fd), uvloop.new_event_loop)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,13 @@ of half its max_model_len completes: a server that answers `/health` but cannot 
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from pydantic import BaseModel, ConfigDict
 
 from servetune.control.client import ControlClient, ControlError, run_sync
 from servetune.engines.launch import RunningEngine
+from servetune.process.interrupts import run_coroutine
 from servetune.suite.check import check_server, passed
 
 TOKENIZE_SAMPLE = "The quick brown fox jumps over the lazy dog while the scheduler decides how many tokens fit. " * 8
@@ -39,7 +39,7 @@ def long_context_tokens(engine: RunningEngine, asked: int | None) -> int | None:
 def accept(engine: RunningEngine, *, long_tokens: int | None, api_key: str | None, timeout_s: float) -> Acceptance:
     """Runs the acceptance probe against a freshly started engine."""
     t0 = time.monotonic()
-    result = asyncio.run(
+    result = run_coroutine(
         check_server(
             engine.base_url,
             engine.model_name,
