@@ -6,15 +6,25 @@
 #   load/   accuracy, Poisson, burst and steady with servetune's workers on CPUs 1-7, mock servers on CPUs 8-15
 #           (accuracy and Poisson keep the one server on CPU 0: they compare with its own TTFT);
 #   scale/  worker processes 1..8 on CPUs 1-8 against mock servers on CPUs 9-15.
-# Tools: servetune, Locust, the bare aiohttp loop and the uvloop floor (setup-peers.sh installs Locust).
+# Tools: servetune, Locust, the bare aiohttp loop and the uvloop floor (setup-peers.sh installs Locust); the
+# environment variable NO_AIOHTTP=1 leaves the bare loop out (a reference, not a peer: it saves a quarter of the
+# cost pass). PASSES="cost load" runs only those passes (default: all three).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-benchmarks/client/many-cores}"
 PY="${BENCH_PYTHON:-python3}"
-TOOLS=(servetune Locust "aiohttp (bare loop)" "floor (uvloop, a stamp per read)")
-BENCH_OUT="$OUT/cost" "$PY" benchmarks/client/run.py --runs 3 --only cost --only reads --tools "${TOOLS[@]}" \
-  --client-cpus 1
-BENCH_OUT="$OUT/load" "$PY" benchmarks/client/run.py --only accuracy --only poisson --only burst --only steady \
-  --client-cpus 1-7 --server-cpus 8-15
-BENCH_OUT="$OUT/scale" "$PY" benchmarks/client/run.py --only scaling --client-cpus 1-8 --server-cpus 9-15
+PASSES="${PASSES:-cost load scale}"
+TOOLS=(servetune Locust "floor (uvloop, a stamp per read)")
+[[ "${NO_AIOHTTP:-}" == 1 ]] || TOOLS+=("aiohttp (bare loop)")
+if [[ " $PASSES " == *" cost "* ]]; then
+  BENCH_OUT="$OUT/cost" "$PY" benchmarks/client/run.py --runs 3 --only cost --only reads --tools "${TOOLS[@]}" \
+    --client-cpus 1
+fi
+if [[ " $PASSES " == *" load "* ]]; then
+  BENCH_OUT="$OUT/load" "$PY" benchmarks/client/run.py --only accuracy --only ramp --only poisson --only burst \
+    --only steady --client-cpus 1-7 --server-cpus 8-15
+fi
+if [[ " $PASSES " == *" scale "* ]]; then
+  BENCH_OUT="$OUT/scale" "$PY" benchmarks/client/run.py --only scaling --client-cpus 1-8 --server-cpus 9-15
+fi
 echo "many-cores: done"
