@@ -378,7 +378,7 @@ def reads(work: Path, args: argparse.Namespace) -> dict:
         with Mock(18701 + k, ttft, itl, cheap=True) as mock:
             out[regime] = {}
             for name in args.tools:
-                argv = tool_argv(name, mock.url, 20 if name == "Locust" else size, work, args.workers)
+                argv = tool_argv(name, mock.url, 20 if name in TIMED else size, work, args.workers)
                 if argv is None or not installed(argv):
                     continue
                 stat = work / "perf-stat.txt"

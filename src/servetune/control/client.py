@@ -12,9 +12,8 @@ not as zero tokens (0.1 built prompts four times too long against llama.cpp beca
 
 from __future__ import annotations
 
-import inspect
 import json
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -269,15 +268,10 @@ def _count(answer: Any) -> int | None:
     return len(tokens) if isinstance(tokens, list) else None
 
 
-def run_sync(coro: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
-    """Runs a control-plane coroutine from synchronous code (launch's readiness loop, `check`)."""
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Runs a control-plane coroutine from synchronous code (launch's readiness loop, `check`); an interrupt
+    before it starts closes it (`run_coroutine`)."""
 
     from servetune.process.interrupts import run_coroutine
 
-    if inspect.iscoroutine(coro):  # handed over as it is: an interrupt before it starts closes it
-        return run_coroutine(coro)
-
-    async def _wrap() -> T:
-        return await coro
-
-    return run_coroutine(_wrap())
+    return run_coroutine(coro)
