@@ -114,10 +114,24 @@ def mock_url() -> Iterator[str]:
         server.wait(10)
 
 
+def _only_a_stalled_client(proc: subprocess.CompletedProcess[str]) -> bool:
+    """Exit 1 for one reason only: the client's own event loop ran late. On a loaded CI machine one stall of a
+    few ms in this 0.2 s run is its p99 (once: 5.6 ms, the client 9% of a core busy), and servetune rightly says
+    its time stamps were late; that is the machine, not the line, and the run and its files are complete."""
+    out = proc.stdout + proc.stderr
+    warnings = [w for w in out.splitlines() if w.startswith("WARNING:")]
+    return (
+        proc.returncode == 1
+        and "bench: 1 validity warning(s) above" in out
+        and len(warnings) == 1
+        and "event loop ran late" in warnings[0]
+    )
+
+
 def test_a_vllm_line_runs_unchanged_and_writes_vllms_file(mock_url: str, tmp_path: Path) -> None:
     line = shlex.split(RUN_LINE.format(url=mock_url, out=tmp_path))
     proc = subprocess.run([*SERVETUNE, "bench", *line], capture_output=True, text=True, env=ENV, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 0 or _only_a_stalled_client(proc), proc.stdout + proc.stderr
     data = json.loads((tmp_path / "run.json").read_text())
     assert data["completed"] == 24 and data["failed"] == 0 and data["backend"] == "openai"
     assert data["model_id"] == "org/tiny" and data["max_concurrency"] == 4 and data["request_rate"] == "inf"
