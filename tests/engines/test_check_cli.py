@@ -13,12 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from servetune.cli import app
-from servetune.control.client import ControlClient, run_sync
+from servetune.control.client import ControlClient
 from servetune.engines.readiness import probe
+from servetune.process.interrupts import run_coroutine
 
 
 def _probe(url: str):
-    return run_sync(probe(ControlClient(url)))
+    return run_coroutine(probe(ControlClient(url)))
 
 
 def test_check_attached_server_passes(llama_server) -> None:

@@ -1,8 +1,9 @@
 """control room: the one control-plane HTTP client of a server (health, models, tokenize, metrics text, version).
 
 Entry point: `ControlClient(base_url, api_key=..., timeouts=ControlTimeouts(...))`, which answers `Models` and raises
-`ControlError` (`ControlTimeoutError` when the server is too slow); `run_sync` runs it from synchronous code;
-`generate_one_token(base_url, model, deadline_s) -> ProbeOutcome` is the liveness check of a running engine.
+`ControlError` (`ControlTimeoutError` when the server is too slow; synchronous code runs its calls with
+`servetune.process.interrupts.run_coroutine`); `generate_one_token(base_url, model, deadline_s) -> ProbeOutcome`
+is the liveness check of a running engine.
 """
 
 from typing import TYPE_CHECKING
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
         Models as Models,
         normalize_base_url as normalize_base_url,
         parse_models as parse_models,
-        run_sync as run_sync,
     )
     from servetune.control.liveness import ProbeOutcome as ProbeOutcome, generate_one_token as generate_one_token
 else:
@@ -36,6 +36,5 @@ else:
             "generate_one_token": "liveness",
             "normalize_base_url": "client",
             "parse_models": "client",
-            "run_sync": "client",
         },
     )

@@ -13,9 +13,8 @@ not as zero tokens (0.1 built prompts four times too long against llama.cpp beca
 from __future__ import annotations
 
 import json
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -23,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.errors import ServetuneError
 
-T = TypeVar("T")
 Dialect = Literal["vllm", "llamacpp"]
 
 
@@ -266,12 +264,3 @@ def _count(answer: Any) -> int | None:
         return count
     tokens = answer.get("tokens")
     return len(tokens) if isinstance(tokens, list) else None
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Runs a control-plane coroutine from synchronous code (launch's readiness loop, `check`); an interrupt
-    before it starts closes it (`run_coroutine`)."""
-
-    from servetune.process.interrupts import run_coroutine
-
-    return run_coroutine(coro)

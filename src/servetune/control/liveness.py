@@ -11,7 +11,8 @@ import time
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.control.client import ControlClient, ControlError, ControlTimeouts, run_sync
+from servetune.control.client import ControlClient, ControlError, ControlTimeouts
+from servetune.process.interrupts import run_coroutine
 
 
 class ProbeOutcome(BaseModel):
@@ -32,7 +33,7 @@ def generate_one_token(base_url: str, model: str, deadline_s: float, api_key: st
     )
     t0 = time.monotonic()
     try:
-        run_sync(client.generate_one(model))
+        run_coroutine(client.generate_one(model))
     except ControlError as err:
         return ProbeOutcome(ok=False, seconds=time.monotonic() - t0, detail=err.problem)
     elapsed = time.monotonic() - t0

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from servetune.control.client import ControlClient, ControlTimeouts, normalize_base_url, run_sync
+from servetune.control.client import ControlClient, ControlTimeouts, normalize_base_url
 from servetune.control.liveness import ProbeOutcome, generate_one_token
 from servetune.engines.adapter import EngineAdapter
 from servetune.engines.config import EngineConfig
@@ -72,7 +72,7 @@ class RunningEngine:
     def alive(self) -> bool:
         """True while the engine process runs (for an attached server: while /health answers 200)."""
         if self.group is None:
-            return run_sync(probe(ControlClient(self.base_url, timeouts=PROBE_TIMEOUTS))).health_status == 200
+            return run_coroutine(probe(ControlClient(self.base_url, timeouts=PROBE_TIMEOUTS))).health_status == 200
         return self.group.alive()
 
     def responds(self, deadline_s: float) -> ProbeOutcome:
@@ -289,7 +289,7 @@ async def _wait_ready(
 
 def attach(base_url: str, model: str, *, timeout_s: float = 10.0) -> RunningEngine:
     """A server someone else started: checked for readiness, never stopped by servetune."""
-    return run_sync(_attach(normalize_base_url(base_url), model, timeout_s))
+    return run_coroutine(_attach(normalize_base_url(base_url), model, timeout_s))
 
 
 async def _attach(base_url: str, model: str, timeout_s: float) -> RunningEngine:

@@ -10,7 +10,7 @@ import time
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.control.client import ControlClient, ControlError, run_sync
+from servetune.control.client import ControlClient, ControlError
 from servetune.engines.launch import RunningEngine
 from servetune.process.interrupts import run_coroutine
 from servetune.suite.check import check_server, passed
@@ -57,7 +57,7 @@ def bytes_per_token(engine: RunningEngine, api_key: str | None) -> float | None:
     """Request-body bytes per prompt token of the served tokenizer, measured on English text (None when the
     server cannot count); the long-prompt threshold in bytes is derived from it."""
     try:
-        n = run_sync(ControlClient(engine.base_url, api_key=api_key).tokenize(TOKENIZE_SAMPLE, engine.model_name))
+        n = run_coroutine(ControlClient(engine.base_url, api_key=api_key).tokenize(TOKENIZE_SAMPLE, engine.model_name))
     except ControlError:
         return None
     return len(TOKENIZE_SAMPLE.encode()) / n if n else None

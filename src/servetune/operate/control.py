@@ -19,10 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
-from servetune.control.client import ControlClient, ControlError, ControlTimeouts, run_sync
+from servetune.control.client import ControlClient, ControlError, ControlTimeouts
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.operate.source import config_from_data
+from servetune.process.interrupts import run_coroutine
 
 MAX_BODY_BYTES = 1 << 20
 STATE_FILE = "serve.json"
@@ -143,7 +144,7 @@ def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float) -> dict[s
         ) from err
     client = ControlClient(state["control_url"], api_key=token, timeouts=ControlTimeouts(total_s=timeout_s))
     try:
-        status, answer = run_sync(client.post_json("/switch", {"config": cfg.model_dump(mode="json")}))
+        status, answer = run_coroutine(client.post_json("/switch", {"config": cfg.model_dump(mode="json")}))
     except ControlError as err:
         raise ServetuneError(
             f"cannot reach the running serve at {state['control_url']}: {err.problem}",
