@@ -62,15 +62,11 @@ def main() -> None:
                         runs[label] = bench.run_client(argv, mock, work, f"{name}-{label}", "1", timeout_s=200)
                     finally:
                         os.environ["PYTHONPATH"] = base
-                big, small = runs["big"], runs["small"]
-                d_tok = big["tokens"] - small["tokens"]
-                row = {
-                    "us_per_token": 1e6 * (big["cpu_s"] - small["cpu_s"]) / d_tok,
-                    "us_user_per_token": 1e6 * (big["user_s"] - small["user_s"]) / d_tok,
-                    "tokens": d_tok,
-                    "tok_s": d_tok / (big["wall_s"] - small["wall_s"]),
-                    "rc": [small["rc"], big["rc"]],
-                }
+                got = bench.difference(runs["small"], runs["big"])
+                if got is None:
+                    raise SystemExit(f"{name}: the long run streamed no more tokens than the short one")
+                row = {**got, "tokens": runs["big"]["tokens"] - runs["small"]["tokens"]}
+                row["rc"] = [runs["small"]["rc"], runs["big"]["rc"]]
                 out.setdefault(name, []).append(row)
                 bench.log(f"round {rnd + 1}: {name} {row['us_per_token']:.2f} µs/token")
     Path(os.environ.get("AB_OUT", "ab.json")).write_text(json.dumps(out, indent=1))

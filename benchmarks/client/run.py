@@ -324,6 +324,21 @@ def run_client(argv: list[str], mock: Mock, work: Path, tag: str, cpus: str, tim
     }
 
 
+def difference(small: dict, big: dict) -> dict | None:
+    """A client's cost per token from a short and a long run of it at the same load: Δ(CPU) / Δ(tokens), user
+    time apart, and the tokens per second in between (None when a start-up that took longer in the short run, a
+    cold cache, makes Δwall ≤ 0); None when the long run streamed no more tokens than the short one."""
+    d_tok = big["tokens"] - small["tokens"]
+    if d_tok <= 0:
+        return None
+    d_wall = big["wall_s"] - small["wall_s"]
+    return {
+        "us_per_token": 1e6 * (big["cpu_s"] - small["cpu_s"]) / d_tok,
+        "us_user_per_token": 1e6 * (big["user_s"] - small["user_s"]) / d_tok,
+        "steady_tok_s": d_tok / d_wall if d_wall > 0 else None,
+    }
+
+
 def cost_regime(ttft: float, itl: float, port: int, work: Path, args: argparse.Namespace) -> dict:
     """Δ(client CPU) / Δ(tokens) between a short and a long run of each tool at the same load."""
     small, big = (100, 400) if args.quick else (300, 1500)
@@ -347,15 +362,12 @@ def cost_regime(ttft: float, itl: float, port: int, work: Path, args: argparse.N
                     runs["error"] = f"exit {runs[label]['rc']}: {runs[label]['log_tail'][-600:]}"
                     break
             if "error" not in runs:
-                d_cpu = runs["big"]["cpu_s"] - runs["small"]["cpu_s"]
-                d_tok = runs["big"]["tokens"] - runs["small"]["tokens"]
-                d_wall = runs["big"]["wall_s"] - runs["small"]["wall_s"]
-                runs["us_per_token"] = 1e6 * d_cpu / d_tok if d_tok > 0 else None
-                runs["us_user_per_token"] = 1e6 * (runs["big"]["user_s"] - runs["small"]["user_s"]) / d_tok
-                if runs["us_per_token"] is None:
+                got = difference(runs["small"], runs["big"])
+                if got is None:
+                    d_tok = runs["big"]["tokens"] - runs["small"]["tokens"]
                     runs["error"] = f"no usable difference between the runs (Δtokens {d_tok:.0f})"
-                else:  # a start-up that took longer in the short run (a cold cache) can make Δwall ≤ 0
-                    runs["steady_tok_s"] = d_tok / d_wall if d_wall > 0 else None
+                else:
+                    runs.update(got)
                     log(f"   {name}: {runs['us_per_token']:.2f} µs/token at {runs['steady_tok_s'] or 0:,.0f} tok/s")
             if "error" in runs:
                 log(f"   {name}: {runs['error'][:200]}")
