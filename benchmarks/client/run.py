@@ -563,9 +563,17 @@ def poisson(work: Path, args: argparse.Namespace) -> dict:
 
 
 def burst(work: Path, args: argparse.Namespace) -> dict:
-    """Requests per second at c256 with 128-token streams sent all at once."""
+    """Requests per second at c256 with 128-token streams sent all at once, `--runs` times (the ceiling moves
+    with the machine), each with how much of its core the server needed."""
+    return {"runs": [burst_run(work, args) for _ in range(args.runs)]}
+
+
+def burst_run(work: Path, args: argparse.Namespace) -> dict:
     with Mock(18831, 0, 0, cheap=True, cpus=args.server_cpus) as mock:
+        one = len(mock.procs) == 1  # the token counter of one server process is the server's
+        cpu0, tok0 = mock.cpu_s(), mock.tokens() if one else 0.0
         p = servetune_point(mock, work, "burst", CONCURRENCY, 4 if args.quick else 10, args)
+        cpu, tokens = mock.cpu_s() - cpu0, mock.tokens() - tok0 if one else 0.0
     s = p["summary"]
     if s is None:
         return {"error": p["run"]["log_tail"][-400:]}
@@ -573,6 +581,10 @@ def burst(work: Path, args: argparse.Namespace) -> dict:
         "request_s": s["request_throughput"],
         "output_tok_s": s["output_throughput"],
         "client_cpu_pct": 100 * p["run"]["cpu_s"] / p["run"]["wall_s"],
+        # the server's CPU per token it streamed times the measured token rate: how much of its one core the
+        # server needed to move this rate (near 100: the server, not the client, set the ceiling)
+        "server_us_per_token": 1e6 * cpu / tokens if tokens else None,
+        "server_core_pct": 100 * cpu / tokens * s["output_throughput"] if tokens else None,
         "server_cpus": args.server_cpus,
         "warnings": s["validity"]["warnings"],
     }
@@ -775,7 +787,7 @@ def main() -> None:
         choices=["cost", "reads", "accuracy", "ramp", "poisson", "burst", "steady", "scaling", "profile"],
         action="append",
     )
-    parser.add_argument("--runs", type=int, default=3, help="repetitions of the cost section")
+    parser.add_argument("--runs", type=int, default=3, help="repetitions of the cost and burst sections")
     parser.add_argument("--tools", nargs="+", default=TOOLS, choices=TOOLS, metavar="TOOL")
     parser.add_argument("--client-cpus", default="1", help="CPUs for servetune (taskset list); peers get the first")
     parser.add_argument(

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from servetune.load.monitor import LoopSamples
 from servetune.load.prompts import Conversation, RequestFactory
 from servetune.load.shape import LoadShape, Phaser, open_schedule
 from servetune.load.transport import WorkerGone, WorkerLink
@@ -80,7 +81,7 @@ class Coordinator:
         self.load = [0] * len(links)
         self.flights: dict[int, _Flight] = {}
         self.lost: list[str] = []
-        self.samples: dict[int, tuple[bytes, bytes, bytes]] = {}
+        self.samples: dict[int, LoopSamples] = {}
         budget = shape.concurrency if shape.kind == "concurrency" else shape.max_concurrency
         self.free: int | None = budget
         self.slot = asyncio.Event()

@@ -1,10 +1,14 @@
-"""How busy a client process was: its event-loop lag and CPU time, sampled every few milliseconds.
+"""How busy a client process was: its event-loop lag, CPU time and CPU wait, sampled every few milliseconds.
 
 A client that cannot keep up does not fail; it measures itself. Every time stamp it takes is late by as long as
-its event loop was busy elsewhere, so TTFT grows and the gaps between tokens collapse to 0 (tokens read in one
-go). The lag of a timer that should fire every `interval_s` is exactly that delay, and the process CPU time says
-why. Both are kept raw with their time, so the run's summary can judge the measured phase alone (warm-up and
-cool-down left out) in every process, the coordinator's and each worker's alike.
+its event loop was held up, so TTFT grows and the gaps between tokens collapse to 0 (tokens read in one go). The
+lag of a timer that should fire every `interval_s` is exactly that delay. Why it was held up decides what the
+user should do, so two more series are kept beside it: the process's CPU time (it was busy with its own
+load: lower the load or add workers) and, on Linux, the time it waited runnable for a CPU (`schedstat`: other
+processes on the machine ran instead, and lowering the load would not help). What is left of a late moment is
+time it was blocked (a blocking call) or that the hypervisor took from the whole VM. All are kept raw with their
+time, so the run's summary can judge the measured phase alone (warm-up and cool-down left out) in every process,
+the coordinator's and each worker's alike.
 """
 
 from __future__ import annotations
@@ -22,50 +26,68 @@ import numpy as np
 from servetune.metrics.validity import ClientProcess
 
 _now = time.monotonic_ns
+_SCHEDSTAT = "/proc/thread-self/schedstat"  # run time, run-queue wait (ns), time slices: Linux only
+
+LoopSamples = tuple[bytes, bytes, bytes, bytes]  # times, lags, CPU times, CPU waits (-1: not known here)
 
 
 class LoopMonitor:
-    """Samples (time, lag, CPU time) of this process's event loop until cancelled."""
+    """Samples (time, lag, CPU time, CPU wait) of the thread that runs this event loop until cancelled."""
 
     def __init__(self, interval_s: float = 0.01) -> None:
         self.interval_ns = int(interval_s * 1e9)
         self.t = array("q")
         self.lag = array("q")
         self.cpu = array("q")
+        self.wait = array("q")
 
     async def run(self) -> None:
         interval, interval_s = self.interval_ns, self.interval_ns / 1e9
         cpu = time.process_time_ns
-        while True:
-            before = _now()
-            await asyncio.sleep(interval_s)
-            after = _now()
-            self.t.append(after)
-            self.lag.append(max(0, after - before - interval))
-            self.cpu.append(cpu())
+        try:
+            fd = os.open(_SCHEDSTAT, os.O_RDONLY)
+        except OSError:  # not Linux, or a kernel without schedstat
+            fd = -1
+        try:
+            while True:
+                before = _now()
+                await asyncio.sleep(interval_s)
+                after = _now()
+                self.t.append(after)
+                self.lag.append(max(0, after - before - interval))
+                self.cpu.append(cpu())
+                self.wait.append(int(os.pread(fd, 64, 0).split()[1]) if fd >= 0 else -1)
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
-    def samples(self) -> tuple[bytes, bytes, bytes]:
+    def samples(self) -> LoopSamples:
         """The raw samples as bytes (cheap to send from a worker process)."""
-        return self.t.tobytes(), self.lag.tobytes(), self.cpu.tobytes()
+        return self.t.tobytes(), self.lag.tobytes(), self.cpu.tobytes(), self.wait.tobytes()
 
 
-def shift_samples(samples: tuple[bytes, bytes, bytes], offset_ns: int) -> tuple[bytes, bytes, bytes]:
+def shift_samples(samples: LoopSamples, offset_ns: int) -> LoopSamples:
     """A worker's samples with their times moved onto the coordinator's clock (a worker on another machine)."""
     t = np.frombuffer(samples[0], dtype=np.int64) + offset_ns
-    return t.tobytes(), samples[1], samples[2]
+    return t.tobytes(), samples[1], samples[2], samples[3]
 
 
-def client_process(
-    role: str, pid: int, samples: tuple[bytes, bytes, bytes], start_ns: int, end_ns: int
-) -> ClientProcess | None:
-    """One process's evidence over the window [start_ns, end_ns] (the measured phase); None without samples."""
-    t, lag, cpu = (np.frombuffer(b, dtype=np.int64) for b in samples)
+def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end_ns: int) -> ClientProcess | None:
+    """One process's evidence over the window [start_ns, end_ns] (the measured phase); None without samples.
+
+    Its late moments are the sampling intervals whose lag reached the p99 (those that set the figure the verdict
+    judges); what the thread did in them — ran, waited for a CPU, neither — is summed over them, so a single
+    stall in a short run is explained as well as a long saturation."""
+    t, lag, cpu, wait = (np.frombuffer(b, dtype=np.int64) for b in samples)
     inside = (t >= start_ns) & (t <= end_ns)
     if inside.sum() < 2:
         return None
-    tw, lw, cw = t[inside], lag[inside] / 1e6, cpu[inside]
+    tw, lw, cw, ww = t[inside], lag[inside] / 1e6, cpu[inside], wait[inside]
     wall = tw[-1] - tw[0]
     p50, p99 = (float(x) for x in np.percentile(lw, [50, 99]))
+    late = np.flatnonzero(lw[1:] >= p99) + 1  # an interval is known from the sample before it
+    span = float((tw[late] - tw[late - 1]).sum())
+    known = span > 0 and bool((ww >= 0).all())
     return ClientProcess(
         role=role,
         pid=pid,
@@ -73,6 +95,8 @@ def client_process(
         loop_lag_p50_ms=p50,
         loop_lag_p99_ms=p99,
         loop_lag_max_ms=float(lw.max()),
+        late_busy_pct=100.0 * float((cw[late] - cw[late - 1]).sum()) / span if span > 0 else None,
+        late_waiting_pct=100.0 * float((ww[late] - ww[late - 1]).sum()) / span if known else None,
         samples=int(inside.sum()),
     )
 

@@ -25,7 +25,7 @@ from servetune.errors import ServetuneError
 from servetune.load.client import Client, Watchdog
 from servetune.load.coordinator import Coordinator, Supply
 from servetune.load.http1 import Pool
-from servetune.load.monitor import LoopMonitor, client_process, usable_cores, young_collections_only
+from servetune.load.monitor import LoopMonitor, LoopSamples, client_process, usable_cores, young_collections_only
 from servetune.load.prompts import Conversation, RequestFactory
 from servetune.load.shape import LoadShape, Phaser, open_schedule
 from servetune.load.tokens import LocalTokenizer, make_counter
@@ -254,7 +254,7 @@ async def run_load(
     )
 
 
-Samples = list[tuple[str, int, tuple[bytes, bytes, bytes]]]
+Samples = list[tuple[str, int, LoopSamples]]
 
 
 async def _in_process(

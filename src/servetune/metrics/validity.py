@@ -8,7 +8,9 @@ that are not what was asked, and a saturated run, in both directions:
 - the client limited the run (the one owner of that verdict): it sent late against its schedule, its event
   loop ran late (every time stamp it took is late by as much: TTFT inflated, token gaps squeezed to 0), or a
   client process was busy on its whole core. Closed loop has no schedule to be late against in one process,
-  so the event-loop lag and the CPU are what catch a client that cannot keep up with `c1024` on two cores;
+  so the event-loop lag and the CPU are what catch a client that cannot keep up with `c1024` on two cores. A
+  late loop's warning names what held it up (its own work, other processes on its CPU, or neither), because
+  only the first is cured by less load;
 - the server was over-saturated in open loop: requests in flight and TTFT both grew over the measured phase
   (GuideLLM's over-saturation signal), so the figures describe a growing queue, not a steady state.
 
@@ -30,6 +32,7 @@ from servetune.metrics.record import RequestRecord
 LATE_P99_MS = 10.0  # the client dispatched a request later than this against its schedule: it is saturated
 LOOP_LAG_P99_MS = 5.0  # a client event loop ran later than this (p99): its time stamps are late by as much
 HELD_SHARE = 0.95  # a closed loop that kept fewer than this share of its streams in flight did not run as asked
+LATE_OWN_SHARE_PCT = 50.0  # a late loop that ran (or waited for a CPU) this share of its late moments: the cause
 CLIENT_CPU_PCT = 95.0  # a client process busy this share of one core over the measured phase: at its limit
 QUEUE_GROWTH = 1.5  # over-saturated: in flight and TTFT in the last third at least this times the first third
 QUEUE_MIN_REQUESTS = 30  # fewer measured requests than this: too few to judge a trend
@@ -46,6 +49,9 @@ class ClientProcess(BaseModel):
     loop_lag_p50_ms: float  # how late the event loop ran a timer, sampled every few ms
     loop_lag_p99_ms: float
     loop_lag_max_ms: float
+    # what it did in its late moments (the sampling intervals whose lag reached the p99), in % of their time:
+    late_busy_pct: float | None = None  # ran (its own work: the load)
+    late_waiting_pct: float | None = None  # waited runnable for a CPU (other processes ran); None: not Linux
     samples: int
 
 
@@ -232,8 +238,7 @@ def _client_limits(lateness_p99_ms: float, client: ClientReport | None, measured
             found.append(
                 f"the client limited this run: {proc.role}'s event loop ran late (p99 {proc.loop_lag_p99_ms:.1f} ms, "
                 f"max {proc.loop_lag_max_ms:.1f} ms; {proc.cpu_pct:.0f}% of a core busy), so its time stamps are late "
-                "by as much (TTFT inflated, token gaps squeezed) — lower the load, or use more client processes "
-                f"(--workers; {cores} CPUs available)"
+                f"by as much (TTFT inflated, token gaps squeezed) — {_why_late(proc, cores)}"
             )
         elif proc.cpu_pct >= CLIENT_CPU_PCT:
             found.append(
@@ -242,6 +247,27 @@ def _client_limits(lateness_p99_ms: float, client: ClientReport | None, measured
                 "more client processes (--workers) or CPUs"
             )
     return found
+
+
+def _why_late(proc: ClientProcess, cores: int) -> str:
+    """What held a late event loop up, from what it did in its late moments, and so what to do about it: its own
+    load calls for less load or more workers; waiting for a CPU, or neither running nor waiting, is the machine's
+    doing, which less load would not cure."""
+    busy, waiting = proc.late_busy_pct, proc.late_waiting_pct
+    more = f"lower the load, or use more client processes (--workers; {cores} CPUs available)"
+    if busy is None or waiting is None or busy >= LATE_OWN_SHARE_PCT:
+        return more
+    if waiting >= LATE_OWN_SHARE_PCT:
+        return (
+            f"in its late moments it waited for a CPU {waiting:.0f}% of the time (busy {busy:.0f}%): other processes "
+            "on this machine took its CPU, not this load; run it again with the machine quiet, or give the client "
+            "CPUs of its own (taskset, away from the server)"
+        )
+    return (
+        f"in its late moments it was neither running ({busy:.0f}%) nor waiting for a CPU ({waiting:.0f}%): it was "
+        "held up outside its own work (a blocking call in the process, or a virtual machine whose host took the "
+        "CPU: steal time), which less load would not cure; run it again, on a quieter machine"
+    )
 
 
 def mean_in_flight(measured: Sequence[RequestRecord]) -> float | None:

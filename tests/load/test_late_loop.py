@@ -1,0 +1,169 @@
+"""Why a client's event loop ran late, and so what the user should do: its own load (less load, more workers),
+another process on its CPU (quiet the machine, pin the client), or neither (a blocking call, a busy host).
+
+The real cases run the client in this process against the in-process mock server and hold its loop up for real:
+a busy loop in it, a blocking sleep in it, and a real-time process pinned to its CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from servetune.load.monitor import client_process
+from servetune.load.runner import run_load
+from servetune.load.shape import LoadShape
+from servetune.load.workload import Workload
+from servetune.metrics.validity import ClientProcess, ClientReport, Validity, check_validity
+from servetune.mock.config import MockConfig
+from servetune.mock.server import running
+
+W = Workload.synthetic(16, 8)
+MS = 1_000_000
+
+
+def _samples(moments: list[tuple[int, int, int]]) -> tuple[bytes, bytes, bytes, bytes]:
+    """Monitor samples of 10 ms intervals; each moment is (lag, ran, waited) in ms of one interval."""
+    t, lag, cpu, wait = [0], [0], [0], [0]
+    for late, ran, waited in moments:
+        t.append(t[-1] + (10 + late) * MS)
+        lag.append(late * MS)
+        cpu.append(cpu[-1] + ran * MS)
+        wait.append(wait[-1] + waited * MS)
+    return tuple(np.array(x, dtype=np.int64).tobytes() for x in (t, lag, cpu, wait))  # type: ignore[return-value]
+
+
+def test_the_late_moments_are_split_into_running_waiting_and_neither() -> None:
+    """Only the intervals whose lag reached the p99 are looked at: the quiet ones do not dilute a single stall."""
+    quiet = [(0, 1, 0)] * 98
+    proc = client_process("worker 0", 1, _samples([*quiet, (30, 4, 32), (30, 2, 30)]), 0, 10**12)
+    assert proc is not None and proc.loop_lag_p99_ms == pytest.approx(30)
+    assert proc.late_waiting_pct == pytest.approx(100 * 62 / 80)
+    assert proc.late_busy_pct == pytest.approx(100 * 6 / 80)
+    unknown = _samples([*quiet, (30, 40, 0)])
+    unknown = (*unknown[:3], np.full(100, -1, dtype=np.int64).tobytes())  # no schedstat (not Linux)
+    proc = client_process("client", 1, unknown, 0, 10**12)
+    assert proc is not None and proc.late_waiting_pct is None and proc.late_busy_pct == pytest.approx(100)
+
+
+@pytest.mark.parametrize(
+    ("busy", "waiting", "says"),
+    [
+        (90.0, 5.0, "lower the load, or use more client processes"),
+        (10.0, 85.0, "other processes on this machine took its CPU"),
+        (5.0, 3.0, "held up outside its own work"),
+        (10.0, None, "lower the load, or use more client processes"),  # no schedstat: the old advice
+    ],
+)
+def test_the_verdict_names_the_cause_and_its_cure(busy: float, waiting: float | None, says: str) -> None:
+    proc = ClientProcess(
+        role="worker 0",
+        pid=1,
+        cpu_pct=40,
+        loop_lag_p50_ms=0.1,
+        loop_lag_p99_ms=12,
+        loop_lag_max_ms=30,
+        late_busy_pct=busy,
+        late_waiting_pct=waiting,
+        samples=300,
+    )
+    v = check_validity([], ClientReport(kind="concurrency", concurrency=4, workers=2, cores=4, processes=[proc]))
+    late = [w for w in v.warnings if "event loop ran late" in w]
+    assert v.client_limited and len(late) == 1 and says in late[0], v.warnings
+
+
+async def _held_up(hold: object) -> Validity:
+    """A one-process closed loop of 1 s while `hold` (a coroutine function) runs beside it in its loop."""
+
+    async with running(MockConfig(ttft_ms=5, itl_ms=2)) as url:
+        task = asyncio.ensure_future(hold())  # type: ignore[operator]
+        try:
+            result = await run_load(url, "mock", W, LoadShape.closed(4, duration_s=1.0), workers=1)
+        finally:
+            task.cancel()
+    return result.summary.validity
+
+
+def _late(v: Validity) -> tuple[ClientProcess, str]:
+    assert v.client is not None and v.client_limited, v.warnings
+    late = [w for w in v.warnings if "event loop ran late" in w]
+    assert len(late) == 1, v.warnings
+    return v.client.processes[0], late[0]
+
+
+async def test_a_loop_busy_with_its_own_work_is_told_to_take_less_load() -> None:
+    async def spin() -> None:
+        while True:
+            end = time.thread_time() + 0.03
+            while time.thread_time() < end:  # CPU time, so another process on the core does not shorten it
+                pass
+            await asyncio.sleep(0.005)
+
+    proc, warning = _late(await _held_up(spin))
+    assert proc.late_busy_pct is not None and proc.late_busy_pct >= 50, proc
+    assert "lower the load" in warning
+
+
+async def test_a_blocked_loop_is_told_that_less_load_will_not_help() -> None:
+    async def block() -> None:
+        while True:
+            time.sleep(0.03)
+            await asyncio.sleep(0.005)
+
+    proc, warning = _late(await _held_up(block))
+    assert proc.late_busy_pct is not None and proc.late_busy_pct < 50, proc
+    assert "held up outside its own work" in warning
+
+
+@contextmanager
+def _realtime_hog_on(cpu: int) -> Iterator[None]:
+    """A SCHED_FIFO process on `cpu` that takes it 25 ms of every 50 (ends by itself after 10 s as well)."""
+    code = (
+        "import os, time\n"
+        f"os.sched_setaffinity(0, {{{cpu}}})\n"
+        "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))\n"
+        "print('ready', flush=True)\n"
+        "end = time.monotonic() + 10\n"
+        "while time.monotonic() < end:\n"
+        "    t = time.monotonic() + 0.025\n"
+        "    while time.monotonic() < t:\n"
+        "        pass\n"
+        "    time.sleep(0.025)\n"
+    )
+    hog = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert hog.stdout is not None
+        if hog.stdout.readline().strip() != "ready":
+            hog.wait(5)
+            assert hog.stderr is not None
+            err = hog.stderr.read()
+            if "PermissionError" in err:
+                pytest.skip("a real-time process needs CAP_SYS_NICE (root) on this machine")
+            raise AssertionError(err)
+        yield
+    finally:
+        hog.send_signal(signal.SIGKILL)
+        hog.wait(5)
+
+
+async def test_a_loop_another_process_took_the_cpu_from_is_told_so() -> None:
+    """The loop's thread and a real-time hog share one CPU: in its late moments it waited, runnable, for it."""
+    mine = os.sched_getaffinity(0)
+    cpu = max(mine)
+    os.sched_setaffinity(0, {cpu})  # this thread only (Linux): the event loop's
+    try:
+        with _realtime_hog_on(cpu):
+            proc, warning = _late(await _held_up(asyncio.Event().wait))
+    finally:
+        os.sched_setaffinity(0, mine)
+    assert proc.late_waiting_pct is not None and proc.late_waiting_pct >= 50, proc
+    assert "other processes on this machine took its CPU" in warning
