@@ -32,7 +32,7 @@ LoopSamples = tuple[bytes, bytes, bytes, bytes]  # times, lags, CPU times, CPU w
 
 
 class LoopMonitor:
-    """Samples (time, lag, CPU time, CPU wait) of the thread that runs this event loop until cancelled."""
+    """Samples (time, lag, the process's CPU time, the loop thread's CPU wait) of this event loop until cancelled."""
 
     def __init__(self, interval_s: float = 0.01) -> None:
         self.interval_ns = int(interval_s * 1e9)
