@@ -10,7 +10,10 @@ Three measurements, side by side in one run (server `servetune mock-server` on C
   syscall's, and the part of the read spent sending its ACK and delivering it to the server's socket (the
   softirq on the reader's CPU, as loopback does it);
 - whether a TCP socket gives the kernel's receive time of a request (SO_TIMESTAMPNS through `recvmsg`) when the
-  read comes 100 ms after the bytes: the stamp a server could take to see its own queueing.
+  read comes 100 ms after the bytes: the stamp a server could take to see its own queueing;
+- the floor and servetune side by side (`perf record`, 4,000 requests each, c256): CPU per streamed token in the
+  kernel, in uvloop, in the interpreter and elsewhere — where servetune's cost above the floor is spent.
+  The start-up (imports) is in it, once per process: ~1 s of servetune's interpreter time, about 2 µs a token.
 Usage: `python benchmarks/client/kernel.py [--repeat 2]`.
 """
 
@@ -30,10 +33,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import FLOOR, HERE, Mock, tool_argv
+from run import FLOOR, HERE, Mock, servetune_argv, tool_argv
 
 SO_TIMESTAMPNS = 35  # SO_TIMESTAMPNS_OLD on Linux (the socket module does not name it)
 REQUESTS = 1000
+SPLIT_REQUESTS = 4000
 
 
 def nstat() -> dict[str, int]:
@@ -92,6 +96,42 @@ def perf_shares(mock: Mock, work: Path) -> dict:
     }
 
 
+def split_by_place(mock: Mock, work: Path) -> dict:
+    """µs of CPU per streamed token by the code that ran (perf's DSO): the floor against servetune, one run each."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return {"error": "perf not found"}
+    out = {}
+    for name in (FLOOR, "servetune"):
+        data = work / "split.data"
+        if name == FLOOR:
+            argv = tool_argv(FLOOR, mock.url, SPLIT_REQUESTS, work, 1)
+        else:
+            argv = servetune_argv(mock.url, 256, work, "split", "--requests", str(SPLIT_REQUESTS), jsonl=False)
+        assert argv is not None
+        tok0 = mock.tokens()
+        subprocess.run([perf, "record", "-q", "-F", "4999", "-o", str(data), "--", "taskset", "-c", "1", *argv],
+                       check=True, capture_output=True)  # fmt: skip
+        tokens = mock.tokens() - tok0
+        text = subprocess.run(
+            [perf, "report", "-i", str(data), "--sort", "dso", "-F", "overhead,sample,dso", "-g", "none", "--stdio",
+             "-q"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        places = {"kernel": 0, "uvloop": 0, "interpreter": 0, "other": 0}
+        for f in (line.split() for line in text.splitlines()):
+            if len(f) < 3 or not f[1].isdigit():
+                continue
+            where = (
+                "kernel" if f[2] == "[kernel.kallsyms]" else "uvloop" if f[2].startswith("loop.cpython")
+                else "interpreter" if f[2].startswith("libpython") else "other"
+            )  # fmt: skip
+            places[where] += int(f[1])
+        out[name] = {k: round(1e6 * n / 4999 / tokens, 2) for k, n in places.items()}  # samples at 4999 Hz
+        out[name]["tokens"] = tokens
+    return out
+
+
 def receive_stamp() -> dict:
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -122,6 +162,7 @@ def main() -> None:
         work = Path(tmp)
         out["acks"] = [floor_run(mock, work, q) for _ in range(args.repeat) for q in (False, True)]
         out["perf"] = perf_shares(mock, work)
+        out["split_by_place_us_per_token"] = split_by_place(mock, work)
     out["receive_stamp"] = receive_stamp()
     (HERE / "kernel.json").write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
