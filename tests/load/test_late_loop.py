@@ -13,8 +13,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import pytest
@@ -55,6 +56,17 @@ def test_the_late_moments_are_split_into_running_waiting_and_neither() -> None:
     assert proc is not None and proc.late_waiting_pct is None and proc.late_busy_pct == pytest.approx(100)
 
 
+def test_a_short_run_whose_worst_moment_opens_the_window_still_has_it_explained() -> None:
+    """27 samples: the p99 lies between the two worst lags; the worst is the window's first sample, whose interval
+    starts at the sample before the window (a short run in CI once left both shares empty)."""
+    moments = [(0, 1, 0), (25, 20, 10), *[(2, 1, 0)] * 26]
+    window_start = (10 + 0) * MS + 1  # after the first moment: the worst one opens the window
+    proc = client_process("client", 1, _samples(moments), window_start, 10**12)
+    assert proc is not None and proc.samples == 27 and proc.loop_lag_max_ms == pytest.approx(25)
+    assert proc.late_busy_pct == pytest.approx(100 * 20 / 35)
+    assert proc.late_waiting_pct == pytest.approx(100 * 10 / 35)
+
+
 @pytest.mark.parametrize(
     ("busy", "waiting", "says"),
     [
@@ -81,11 +93,11 @@ def test_the_verdict_names_the_cause_and_its_cure(busy: float, waiting: float | 
     assert v.client_limited and len(late) == 1 and says in late[0], v.warnings
 
 
-async def _held_up(hold: object) -> Validity:
-    """A one-process closed loop of 1 s while `hold` (a coroutine function) runs beside it in its loop."""
+async def _held_up(hold: Callable[[], Coroutine[Any, Any, object]]) -> Validity:
+    """A one-process closed loop of 1 s while `hold` runs beside it in its loop."""
 
     async with running(MockConfig(ttft_ms=5, itl_ms=2)) as url:
-        task = asyncio.ensure_future(hold())  # type: ignore[operator]
+        task = asyncio.ensure_future(hold())
         try:
             result = await run_load(url, "mock", W, LoadShape.closed(4, duration_s=1.0), workers=1)
         finally:

@@ -76,18 +76,21 @@ def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end
     """One process's evidence over the window [start_ns, end_ns] (the measured phase); None without samples.
 
     Its late moments are the sampling intervals whose lag reached the p99 (those that set the figure the verdict
-    judges); what the thread did in them — ran, waited for a CPU, neither — is summed over them, so a single
-    stall in a short run is explained as well as a long saturation."""
+    judges; in a short run the p99 lies between the two worst, so at least the worst counts); what the thread did
+    in them — ran, waited for a CPU, neither — is summed over them, so a single stall in a short run is explained
+    as well as a long saturation. An interval is known from the sample before it, inside the window or not."""
     t, lag, cpu, wait = (np.frombuffer(b, dtype=np.int64) for b in samples)
     inside = (t >= start_ns) & (t <= end_ns)
     if inside.sum() < 2:
         return None
-    tw, lw, cw, ww = t[inside], lag[inside] / 1e6, cpu[inside], wait[inside]
+    tw, lw, cw = t[inside], lag[inside] / 1e6, cpu[inside]
     wall = tw[-1] - tw[0]
     p50, p99 = (float(x) for x in np.percentile(lw, [50, 99]))
-    late = np.flatnonzero(lw[1:] >= p99) + 1  # an interval is known from the sample before it
-    span = float((tw[late] - tw[late - 1]).sum())
-    known = span > 0 and bool((ww >= 0).all())
+    ends = np.flatnonzero(inside)
+    ends = ends[ends > 0]  # at least one of two or more samples
+    late = ends[lag[ends] / 1e6 >= min(p99, float(lag[ends].max()) / 1e6)]
+    span = float((t[late] - t[late - 1]).sum())
+    known = span > 0 and bool((wait >= 0).all())
     return ClientProcess(
         role=role,
         pid=pid,
@@ -95,8 +98,8 @@ def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end
         loop_lag_p50_ms=p50,
         loop_lag_p99_ms=p99,
         loop_lag_max_ms=float(lw.max()),
-        late_busy_pct=100.0 * float((cw[late] - cw[late - 1]).sum()) / span if span > 0 else None,
-        late_waiting_pct=100.0 * float((ww[late] - ww[late - 1]).sum()) / span if known else None,
+        late_busy_pct=100.0 * float((cpu[late] - cpu[late - 1]).sum()) / span if span > 0 else None,
+        late_waiting_pct=100.0 * float((wait[late] - wait[late - 1]).sum()) / span if known else None,
         samples=int(inside.sum()),
     )
 
