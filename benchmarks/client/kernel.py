@@ -78,22 +78,28 @@ def perf_shares(mock: Mock, work: Path) -> dict:
         f = line.split()
         if len(f) >= 4 and f[0].endswith("%") and f[2] in ("[k]", "[.]"):
             children.setdefault(f[3], float(f[0].rstrip("%")))
-    dso = subprocess.run(
-        [perf, "report", "-i", str(data), "--no-children", "--sort", "dso", "-g", "none", "--stdio"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    kernel = sum(
-        float(f[0].rstrip("%"))
-        for f in (x.split() for x in dso.splitlines())
-        if len(f) > 1 and f[-1] == "[kernel.kallsyms]"
-    )
+    samples = dso_samples(perf, data)
     return {
-        "kernel_pct": kernel,
+        "kernel_pct": round(100 * samples.get("[kernel.kallsyms]", 0) / sum(samples.values()), 2),
         "read_syscall_pct": children.get("ksys_read"),
         "softirq_in_read_pct": children.get("net_rx_action"),
         "ack_transmit_pct": children.get("__tcp_transmit_skb"),
         "epoll_wait_pct": children.get("do_epoll_wait"),
     }
+
+
+def dso_samples(perf: str, data: Path) -> dict[str, int]:
+    """perf's samples of a recording by the binary or library they fell in (`[kernel.kallsyms]` for the kernel)."""
+    text = subprocess.run(
+        [perf, "report", "-i", str(data), "--no-children", "--sort", "dso", "-F", "overhead,sample,dso", "-g",
+         "none", "--stdio", "-q"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    out: dict[str, int] = {}
+    for f in (line.split() for line in text.splitlines()):
+        if len(f) >= 3 and f[1].isdigit():
+            out[f[2]] = out.get(f[2], 0) + int(f[1])
+    return out
 
 
 def split_by_place(mock: Mock, work: Path) -> dict:
@@ -113,20 +119,13 @@ def split_by_place(mock: Mock, work: Path) -> dict:
         subprocess.run([perf, "record", "-q", "-F", "4999", "-o", str(data), "--", "taskset", "-c", "1", *argv],
                        check=True, capture_output=True)  # fmt: skip
         tokens = mock.tokens() - tok0
-        text = subprocess.run(
-            [perf, "report", "-i", str(data), "--sort", "dso", "-F", "overhead,sample,dso", "-g", "none", "--stdio",
-             "-q"],
-            capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
         places = {"kernel": 0, "uvloop": 0, "interpreter": 0, "other": 0}
-        for f in (line.split() for line in text.splitlines()):
-            if len(f) < 3 or not f[1].isdigit():
-                continue
+        for dso, n in dso_samples(perf, data).items():
             where = (
-                "kernel" if f[2] == "[kernel.kallsyms]" else "uvloop" if f[2].startswith("loop.cpython")
-                else "interpreter" if f[2].startswith("libpython") else "other"
+                "kernel" if dso == "[kernel.kallsyms]" else "uvloop" if dso.startswith("loop.cpython")
+                else "interpreter" if dso.startswith("libpython") else "other"
             )  # fmt: skip
-            places[where] += int(f[1])
+            places[where] += n
         out[name] = {k: round(1e6 * n / 4999 / tokens, 2) for k, n in places.items()}  # samples at 4999 Hz
         out[name]["tokens"] = tokens
     return out
