@@ -1,121 +1,106 @@
-"""Every package offers its public names in `__all__`, resolved lazily (`servetune._exports.lazy_exports`).
+"""A package is a room, not a door: its `__init__.py` says what the room is, and code imports the room's modules.
 
-For each package under src/servetune: every name of `__all__` resolves, `__all__` is sorted without duplicates, no
-name is one of the package's own modules (importing that module would hide the name), the names and modules of
-its `if TYPE_CHECKING:` block are those of its `lazy_exports` call, and importing it in a fresh interpreter
-imports none of its modules and none of the heavy libraries. `python -m servetune --help` stays light too.
+Every `__init__.py` under src/servetune holds its docstring and nothing else, with two exceptions that a user
+reaches by name: `servetune.__version__`, and `servetune.cli.main`, the console script pyproject.toml names. No
+import in src, tests, benchmarks or scripts takes a name from a package (`from servetune.load import run_load`);
+it names the module (`from servetune.load.runner import run_load`). Importing a package therefore imports none of
+its modules and no heavy library, and `python -m servetune --help` stays light too.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
 import json
-import pkgutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import servetune
-from servetune._exports import lazy_exports
 
 SRC = Path(servetune.__file__).parent
+REPO = SRC.parents[1]
 HEAVY = ("torch", "ray", "vllm", "aiohttp", "numpy")
-PACKAGES = sorted(".".join(("servetune", *init.parent.relative_to(SRC).parts)) for init in SRC.rglob("__init__.py"))
+INITS = sorted(SRC.rglob("__init__.py"))
+PACKAGES = sorted(".".join(("servetune", *init.parent.relative_to(SRC).parts)) for init in INITS)
+ALLOWED = {"servetune": {"__version__"}, "servetune.cli": {"main"}}
+"""package -> the names its `__init__.py` may define beside its docstring."""
 
 
-def init_file(package: str) -> Path:
-    return SRC.joinpath(*package.split(".")[1:], "__init__.py")
-
-
-def is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def declared(package: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(name -> module) of the package's TYPE_CHECKING imports, and of its `lazy_exports` call, read from the
-    source (modules relative to the package)."""
-    tree = ast.parse(init_file(package).read_text())
-    typed: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and is_type_checking(node.test):
-            for stmt in node.body:
-                assert isinstance(stmt, ast.ImportFrom), f"{package}: only imports under TYPE_CHECKING"
-                assert stmt.module is not None and stmt.module.startswith(package + "."), stmt.module
-                for alias in stmt.names:
-                    assert alias.asname == alias.name, f"{package}: write `{alias.name} as {alias.name}`"
-                    assert alias.name not in typed, f"{package}: {alias.name} imported twice"
-                    typed[alias.name] = stmt.module.removeprefix(package + ".")
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "lazy_exports"]
-    assert len(calls) == 1, f"{package}: one lazy_exports call"
-    lazy = ast.literal_eval(calls[0].args[1])
-    return typed, lazy
+def defined(init: Path) -> set[str]:
+    """The names an `__init__.py` binds at module level, or `import` if it imports anything there."""
+    names: set[str] = set()
+    body = ast.parse(init.read_text(), str(init)).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names |= {t.id if isinstance(t, ast.Name) else ast.unparse(t) for t in stmt.targets}
+        else:
+            names.add(type(stmt).__name__.lower())
+    return names
 
 
 def test_every_package_is_found() -> None:
     assert "servetune" in PACKAGES and "servetune.cli" in PACKAGES and "servetune.suite.probes" in PACKAGES
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_all_resolves_sorted_unique(package: str) -> None:
-    module = importlib.import_module(package)
-    names = module.__all__
-    assert names == sorted(names), f"{package}.__all__ is not sorted"
-    assert len(names) == len(set(names)), f"{package}.__all__ has duplicates"
-    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
-    clashes = sorted(set(names) & submodules)
-    assert not clashes, f"{package}: names that are also its modules (see servetune/_exports.py): {clashes}"
-    for name in names:
-        value = getattr(module, name)
-        assert not isinstance(value, type(sys)), f"{package}.{name} is a module"
-        assert name in dir(module)
-    with pytest.raises(AttributeError, match="no attribute"):
-        getattr(module, "no_such_name")  # noqa: B009 - the lazy __getattr__ must still say no
+def test_a_package_holds_its_docstring_only() -> None:
+    extra = {}
+    for init, package in zip(INITS, PACKAGES, strict=True):
+        assert ast.get_docstring(ast.parse(init.read_text())), f"{package}: say what the room is in a docstring"
+        names = defined(init) - ALLOWED.get(package, set())
+        if names:
+            extra[package] = sorted(names)
+    assert extra == {}, f"an __init__.py defines or imports (import the module that holds the name): {extra}"
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_type_checking_names_equal_all(package: str) -> None:
-    typed, lazy = declared(package)
-    assert typed == lazy, f"{package}: the TYPE_CHECKING imports and lazy_exports disagree"
-    assert sorted(typed) == importlib.import_module(package).__all__
+def test_no_import_takes_a_name_from_a_package() -> None:
+    """`from servetune.<package> import X` is allowed only where X is a module (or `cli.main`)."""
+    modules = {".".join(("servetune", *p.relative_to(SRC).with_suffix("").parts)) for p in SRC.rglob("*.py")}
+    modules |= {m.removesuffix(".__init__") for m in modules}
+    files = [p for d in ("src", "tests", "benchmarks", "scripts") for p in sorted((REPO / d).rglob("*.py"))]
+    through = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in PACKAGES:
+                names = {a.name for a in node.names if f"{node.module}.{a.name}" not in modules}
+                names -= ALLOWED.get(node.module, set())
+                if names:
+                    through.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.module} {sorted(names)}")
+    assert through == [], "imports through a package (name the module):\n" + "\n".join(through)
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_import_is_light(package: str) -> None:
-    """A fresh interpreter that imports the package imports none of its modules and no heavy library (a
-    package whose job needs aiohttp, such as control or load, imports it with the name that needs it)."""
+def test_importing_a_package_is_light() -> None:
+    """A fresh interpreter that imports each package in turn imports none of its modules and no heavy library."""
     code = (
-        "import json, sys\n"
-        f"import {package}\n"
+        "import importlib, json, sys\n"
+        f"for package in {PACKAGES!r}:\n"
+        "    importlib.import_module(package)\n"
         "print(json.dumps(sorted(m for m in sys.modules if m == 'servetune' or m.startswith('servetune.'))))\n"
         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     ours, heavy = (json.loads(line) for line in done.stdout.splitlines())
-    parents = [".".join(package.split(".")[: i + 1]) for i in range(package.count(".") + 1)]
-    assert ours == sorted([*parents, "servetune._exports"]), f"import {package} imported its modules"
-    assert heavy == [], f"import {package} imported {heavy}"
+    assert ours == PACKAGES, f"importing the packages imported modules: {sorted(set(ours) - set(PACKAGES))}"
+    assert heavy == []
 
 
-def test_a_name_is_resolved_once() -> None:
-    import servetune.process as process
-
-    first = process.free_port
-    assert vars(process)["free_port"] is first  # later lookups no longer go through __getattr__
-
-
-def test_lazy_exports_of_a_fake_package() -> None:
-    all_, getattr_, dir_ = lazy_exports("servetune", {"ServetuneError": "errors"})
-    assert all_ == ["ServetuneError"]
-    assert getattr_("ServetuneError") is servetune.errors.ServetuneError
-    assert "ServetuneError" in dir_()
-    with pytest.raises(AttributeError):
-        getattr_("nothing")
+def test_the_console_script_runs_the_command() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.argv = ['servetune', '--help']; from servetune.cli import main; main()",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Usage" in done.stdout
 
 
 def test_help_imports_no_heavy_library() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from servetune.cli import main
+from servetune.cli.entry import main
 
 MODEL = "qwen3.6-27b"
 

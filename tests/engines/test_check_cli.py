@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from servetune.cli import app
+from servetune.cli.entry import app
 from servetune.control.client import ControlClient
 from servetune.engines.readiness import probe
 from servetune.process.interrupts import run_coroutine

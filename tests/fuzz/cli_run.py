@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from servetune.cli import main
+from servetune.cli.entry import main
 
 BOUND_S = 20.0
 """No single command may take longer than this on a hostile input (the planner's 38 s `--max-num-batched-tokens

@@ -23,7 +23,7 @@ import typer
 from hypothesis import HealthCheck, given, settings, strategies as st
 from typer.core import TyperArgument, TyperOption
 
-from servetune.cli import app
+from servetune.cli.entry import app
 from servetune.load.options import LoadOptions
 
 from .cli_run import assert_clear, run_cli

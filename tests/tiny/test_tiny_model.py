@@ -120,7 +120,7 @@ def test_corpus_is_local_text() -> None:
 def test_cli_builds_the_model(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from servetune.cli import app
+    from servetune.cli.entry import app
 
     result = CliRunner().invoke(app, ["tiny-model", str(tmp_path / "m")])
     assert result.exit_code == 0, result.output

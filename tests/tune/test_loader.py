@@ -124,7 +124,7 @@ def test_grid_client_dimension_checks_presets() -> None:
 def test_check_lists_variants_in_run_order_without_launching() -> None:
     from typer.testing import CliRunner
 
-    from servetune.cli import app
+    from servetune.cli.entry import app
 
     result = CliRunner().invoke(app, ["tune", str(EXAMPLES / "qwen36-27b-2xa100-r2.yaml"), "--check"])
     assert result.exit_code == 0, result.output

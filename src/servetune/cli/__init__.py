@@ -1,21 +1,14 @@
 """cli room: the `servetune` command, thin faces over the other rooms behind one error boundary.
 
-`main(argv=None)` runs the command (the console script, `python -m servetune`, and in-process tests) inside the
-boundary that turns a `ServetuneError` into `error:` + `fix:` and an exit code; `app` is the typer application with
-every command of `plan`, `engine`, `bench`, `tune`, `sim`, `demo` and `serve` registered (both live in `entry`).
+`entry.main(argv=None)` runs the command (`python -m servetune`, and in-process tests) inside the boundary that
+turns a `ServetuneError` into `error:` + `fix:` and an exit code; `entry.app` is the typer application with every
+command of `plan`, `engine`, `bench`, `tune`, `sim`, `demo` and `serve` registered, one module per group.
 """
 
-from typing import TYPE_CHECKING
 
-from servetune._exports import lazy_exports
+def main(argv: list[str] | None = None) -> None:
+    """The console script's entry point (pyproject.toml names `servetune.cli:main`): `entry.main`, imported
+    when called so that importing one of this package's modules does not import every command."""
+    from servetune.cli.entry import main as run
 
-if TYPE_CHECKING:
-    from servetune.cli.entry import app as app, main as main
-else:
-    __all__, __getattr__, __dir__ = lazy_exports(
-        __name__,
-        {
-            "app": "entry",
-            "main": "entry",
-        },
-    )
+    run(argv)
