@@ -107,3 +107,29 @@ def test_foreign_and_broken_files_are_clear_errors(tmp_path: Path) -> None:
             timeout=60,
         )  # fmt: skip
         assert proc.returncode == 2 and "error:" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def _import(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "servetune", "import", *map(str, args)], capture_output=True, text=True, env=ENV,
+        timeout=120,
+    )  # fmt: skip
+
+
+def test_importing_the_same_result_twice_says_so_and_adds_nothing(tmp_path: Path) -> None:
+    """A second import of a file (or of a renamed copy) used to add a silent `-2` duplicate, counted twice."""
+    into = tmp_path / "bench"
+    files = [DATA / "guidellm_benchmarks.json", DATA / "aiperf-c2", DATA / "vllm_bench_serve_rate8.json"]
+    assert _import(*files, "--into", into).returncode == 0
+    before = sorted(p.name for p in into.iterdir())
+    renamed = tmp_path / "copy.json"
+    shutil.copy(DATA / "vllm_bench_serve_rate8.json", renamed)
+    again = _import(*files, renamed, "--into", into)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("already imported:") == 4 and "--force imports it again" in again.stdout
+    assert "0 run(s) added" in again.stdout and "4 already there" in again.stdout
+    assert sorted(p.name for p in into.iterdir()) == before
+    assert len(find_runs(into)) == 3
+    forced = _import(renamed, "--into", into, "--force")
+    assert forced.returncode == 0 and "1 run(s) added" in forced.stdout
+    assert len(find_runs(into)) == 4

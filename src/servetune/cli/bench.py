@@ -283,30 +283,25 @@ def import_runs(
         "GuideLLM benchmarks.json, AIPerf profile_export_aiperf.json / profile_export.jsonl (or their folder).",
     ),
     into: Path = typer.Option(..., "--into", help="The bench folder to add them to (created if missing)."),
+    force: bool = typer.Option(False, "--force", help="Import a result again even if the folder has it already."),
 ) -> None:
     """Copy other tools' results into a bench folder as servetune runs, for `servetune report DIR`.
 
     Per-request timings are kept where the file has them (vLLM --save-detailed, AIPerf's JSONL, GuideLLM's
-    requests), so the report recomputes every figure with vLLM's definitions."""
-    import re
+    requests), so the report recomputes every figure with vLLM's definitions. A result already in the folder
+    (the same content, whatever its file name) is skipped and named; --force imports it again."""
+    from servetune.metrics.imports import import_files
 
-    from servetune.metrics.imports import read_runs
-    from servetune.metrics.runs import write_run
-
-    written = 0
-    for file in files:
-        if not file.exists():
-            raise ServetuneError(f"{file} does not exist", "give result files written by a benchmark tool")
-        for run in read_runs(file):
-            base = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{run.source.tool}-{run.source.label}-{run.source.level_text}")
-            stem, n = base, 1
-            while (into / f"{stem}.servetune.json").exists():
-                n += 1
-                stem = f"{base}-{n}"
-            path = write_run(into, stem, run)
-            written += 1
-            typer.echo(f"{run.source.tool:9s} {run.name:40s} {len(run.records):7,} requests  {path}")
-    typer.echo(f"{written} run(s) in {into}; draw them with `servetune report {into}`")
+    done = import_files(files, into, force=force)
+    for item in done:
+        run = item.run
+        if item.already:
+            typer.echo(f"already imported: {run.source.path} ({run.name}) is {item.path}; --force imports it again")
+        else:
+            typer.echo(f"{run.source.tool:9s} {run.name:40s} {len(run.records):7,} requests  {item.path}")
+    written = sum(not item.already for item in done)
+    skipped = f", {len(done) - written} already there" if written < len(done) else ""
+    typer.echo(f"{written} run(s) added to {into}{skipped}; draw them with `servetune report {into}`")
 
 
 def mock_server(

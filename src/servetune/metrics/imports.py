@@ -20,19 +20,93 @@ config, benchmarks[] with metrics.* distributions and requests.{successful,error
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from servetune.errors import ServetuneError
 from servetune.metrics.record import ErrorClass, RequestRecord
-from servetune.metrics.runs import RECORDS_SUFFIX, RUN_SUFFIX, BenchRun, RunSource, Tool, read_run, run_stem
+from servetune.metrics.runs import RECORDS_SUFFIX, RUN_SUFFIX, BenchRun, RunSource, Tool, read_run, run_stem, write_run
 from servetune.metrics.vllm_format import figures_from_file, percentile_word, records_from_vllm
 from servetune.secrets import redact
 
 AIPERF_RECORDS = "profile_export.jsonl"
 AIPERF_SUMMARY = "profile_export_aiperf.json"
+
+
+@dataclass(frozen=True)
+class Imported:
+    """One run of `servetune import`: where it now lies, and whether it was there already (then not written)."""
+
+    run: BenchRun
+    path: Path
+    already: bool = False
+
+
+def import_files(files: Sequence[Path], into: Path, *, force: bool = False) -> list[Imported]:
+    """Copies every run of `files` into the bench folder `into` as servetune run files. A run whose content was
+    imported before (same file bytes, renamed or not) is not written again (`already`), unless `force`: a
+    second copy would count one measurement twice in the report."""
+    for file in files:
+        if not file.exists():
+            raise ServetuneError(f"{file} does not exist", "give result files written by a benchmark tool")
+    known = _imported(into)
+    out: list[Imported] = []
+    for file in files:
+        digest = content_digest(file)
+        for run in read_runs(file):
+            _, hash_sign, index = run.source.path.partition("#")
+            key = digest + (f"#{index}" if hash_sign else "")
+            if key in known and not force:
+                out.append(Imported(run, known[key], already=True))
+                continue
+            run = run.model_copy(update={"source": run.source.model_copy(update={"content_sha256": key})})
+            path = write_run(into, _free_stem(into, run), run)
+            known.setdefault(key, path)
+            out.append(Imported(run, path))
+    return out
+
+
+def content_digest(path: Path) -> str:
+    """sha256 of a result file's bytes (of an AIPerf export folder: its summary, then its records)."""
+    h = hashlib.sha256()
+    folder = path if path.is_dir() else path.parent if path.name == AIPERF_RECORDS else None
+    parts = [folder / AIPERF_SUMMARY, folder / AIPERF_RECORDS] if folder is not None else [path]
+    for part in parts:
+        if part.is_file():
+            try:
+                h.update(part.read_bytes())
+            except OSError as err:
+                raise ServetuneError(f"cannot read {part}: {err.strerror}", "give a readable result file") from None
+    return h.hexdigest()
+
+
+def _imported(into: Path) -> dict[str, Path]:
+    """The runs of a bench folder that were imported, by content."""
+    found: dict[str, Path] = {}
+    for path in sorted(into.glob(f"*{RUN_SUFFIX}")) if into.is_dir() else []:
+        try:
+            key = json.loads(path.read_text()).get("source", {}).get("content_sha256")
+        except (OSError, ValueError, AttributeError):
+            continue  # not a run file servetune can read: `report` says so
+        if isinstance(key, str):
+            found.setdefault(key, path)
+    return found
+
+
+def _free_stem(into: Path, run: BenchRun) -> str:
+    """A file name for a run: its tool, label and level, made unique with -2, -3... (a different run of the
+    same name, e.g. the same command measured twice)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{run.source.tool}-{run.source.label}-{run.source.level_text}")
+    stem, n = base, 1
+    while (into / f"{stem}{RUN_SUFFIX}").exists():
+        n += 1
+        stem = f"{base}-{n}"
+    return stem
 
 
 def read_runs(path: Path) -> list[BenchRun]:

@@ -50,6 +50,9 @@ class RunSource(BaseModel):
     started_at: str | None = None
     notes: tuple[str, ...] = ()
     """What the reader had to assume (an approximated ITL, a missing field)."""
+    content_sha256: str | None = None
+    """sha256 of the file an imported run was read from (`#N` added for the N-th run of a file of several): the
+    same result imported twice is the same run, whatever the file is called now."""
 
     @property
     def level_text(self) -> str:
