@@ -1,4 +1,7 @@
-"""Live progress of a run in the terminal (rich is imported here only, never on the load path itself)."""
+"""Live progress of a run: redrawn in place on a terminal, plain lines elsewhere (rich is imported here only, never
+on the load path itself). Output that is not a terminal (a file, a pipe, CI's log) gets a line every
+`PLAIN_EVERY_S` and a last one at the end, each ending with its newline: a line redrawn in place would run into
+the summary's header there."""
 
 from __future__ import annotations
 
@@ -6,13 +9,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from servetune.load.shape import LoadShape
 from servetune.metrics.record import RequestRecord
 
-if TYPE_CHECKING:
-    from rich.live import Live
+PLAIN_EVERY_S = 10.0
 
 
 @contextlib.contextmanager
@@ -44,8 +45,24 @@ def live_progress(records: list[RequestRecord], shape: LoadShape, every_s: float
             f"{sum(r.output_tokens for r in ok) / elapsed:.0f} out tok/s  TTFT p50 {p50}"
         )
 
-    with Live(render(), refresh_per_second=2, transient=False) as live:
-        task = asyncio.ensure_future(_refresh(live, render, every_s))
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console()
+    if not console.is_terminal:
+
+        def line() -> None:
+            console.print(Text.from_markup(render()).plain, markup=False, highlight=False, soft_wrap=True)
+
+        plain = asyncio.ensure_future(_every(line, PLAIN_EVERY_S))
+        try:
+            yield
+        finally:
+            plain.cancel()
+            line()
+        return
+    with Live(render(), console=console, refresh_per_second=2, transient=False) as live:
+        task = asyncio.ensure_future(_every(lambda: live.update(render()), every_s))
         try:
             yield
         finally:
@@ -53,7 +70,7 @@ def live_progress(records: list[RequestRecord], shape: LoadShape, every_s: float
             live.update(render())
 
 
-async def _refresh(live: Live, render: Callable[[], Any], every_s: float) -> None:
+async def _every(say: Callable[[], None], every_s: float) -> None:
     while True:
         await asyncio.sleep(every_s)
-        live.update(render())
+        say()
