@@ -11,7 +11,7 @@ import pytest
 from servetune.errors import ServetuneError
 from servetune.load.runner import run_load, run_load_sync
 from servetune.load.shape import LoadShape
-from servetune.load.workload import Workload
+from servetune.load.workload import RequestClass, Workload
 from servetune.mock.config import MockConfig
 from servetune.mock.server import running
 
@@ -120,7 +120,11 @@ async def test_api_key_and_extra_body_pass_through() -> None:
 async def test_multi_turn_conversations_run_in_order() -> None:
     async with running(MockConfig(ttft_ms=2, itl_ms=1)) as url:
         result = await run_load(
-            url, "mock", Workload.multi_turn(3, 8, 4), LoadShape.closed(2, requests=4), endpoint="chat"
+            url,
+            "mock",
+            Workload.mix([RequestClass(name="chat", input_tokens=8, output_tokens=4, turns=3)]),
+            LoadShape.closed(2, requests=4),
+            endpoint="chat",
         )
     by_conv: dict[int, list] = {}
     for r in result.records:

@@ -87,7 +87,9 @@ async def test_shared_prefix_groups() -> None:
 
 
 async def test_multi_turn_history_grows() -> None:
-    factory = RequestFactory(Workload.multi_turn(3, input_tokens=10, output_tokens=5), WordCounter(), "chat")
+    factory = RequestFactory(
+        Workload.mix([RequestClass(name="chat", input_tokens=10, output_tokens=5, turns=3)]), WordCounter(), "chat"
+    )
     turns = (await factory.conversation(0)).turns
     assert [len(t.fields["messages"]) for t in turns] == [1, 3, 5]
     assert turns[2].fields["messages"][:3] == turns[1].fields["messages"]

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from servetune.model.hf_config import load_model_spec
+from servetune.model.spec import ModelSpec
+from servetune.plan.memory import weights_per_gpu
 
 
 @pytest.mark.parametrize(
@@ -33,18 +35,25 @@ def test_qwen36_27b_language_model_vision_and_mtp() -> None:
     assert round(p.total / 1e9, 2) == 27.78  # safetensors index total_size 55.56 GB / 2 bytes
 
 
+def weights(spec: ModelSpec) -> int:
+    """The planner's weights on one GPU without parallelism (the one weights formula: `plan.memory`)."""
+    return weights_per_gpu(spec, tp=1, pp=1, with_mtp=False)
+
+
 def test_language_model_only_drops_the_vision_tower() -> None:
     full = load_model_spec("qwen3.5-27b", language_model_only=False)
     lmo = load_model_spec("qwen3.5-27b", language_model_only=True)
-    assert full.weight_bytes() - lmo.weight_bytes() == 2 * full.params.vision
-    assert round(lmo.weight_bytes() / 1024**3, 2) == 50.10
+    assert weights(full) - weights(lmo) == 2 * full.params.vision
+    # 50.10 GiB of bf16 weights + the MRoPE cos/sin cache vLLM counts as model memory (4 x 262,144 x 64 x 2 B)
+    assert round(weights(lmo) / 1024**3, 2) == 50.22
 
 
 def test_int4_weights_keep_embeddings_16_bit() -> None:
     spec = load_model_spec("qwen3.6-27b", language_model_only=True, quantization="awq")
     assert spec.quant.group_size == 128
-    # 4 + 20/128 bits per quantized weight; embeddings, lm_head, norms, conv stay 16-bit: 17.8 GB (GPTQ cards)
-    assert round(spec.weight_bytes() / 1e9, 1) == 17.8
+    # 4 + 20/128 bits per quantized weight; embeddings, lm_head, norms, conv stay 16-bit: 17.8 GB (GPTQ cards),
+    # + the 0.13 GB MRoPE cache
+    assert round(weights(spec) / 1e9, 1) == 17.9
 
 
 def test_quantization_config_is_read() -> None:

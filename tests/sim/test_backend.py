@@ -15,7 +15,7 @@ from servetune.hardware.catalog import get_gpu
 from servetune.load.backend import Backend, ClientSpec
 from servetune.load.prompts import plan_conversation
 from servetune.load.shape import LoadShape, Timeouts
-from servetune.load.workload import Dist, Workload
+from servetune.load.workload import Dist, RequestClass, Workload
 from servetune.metrics.prometheus import delta
 from servetune.metrics.record import ErrorClass
 from servetune.plan.api import plan_for
@@ -216,7 +216,7 @@ def test_open_loop_arrivals_follow_the_shape(deployment) -> None:
 def test_multi_turn_history_hits_the_prefix_cache() -> None:
     b = backend(DENSE)
     before = scraped(b)
-    workload = Workload.multi_turn(3, 256, 64)
+    workload = Workload.mix([RequestClass(name="chat", input_tokens=256, output_tokens=64, turns=3)])
     records = run(b, workload, LoadShape.closed(1, requests=2)).records
     by_turn = sorted(records, key=lambda r: (r.index, r.turn))
     assert [(r.index, r.turn, r.prompt_tokens) for r in by_turn] == [

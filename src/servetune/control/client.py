@@ -7,7 +7,7 @@ options) so that a frozen server costs a user the seconds they allowed, never ai
 `/tokenize` speaks both dialects: vLLM and SGLang take `{"model", "prompt", "add_special_tokens"}` and answer
 `{"count", "tokens"}`; llama.cpp takes `{"content", "add_special"}` and answers `{"tokens"}` — and to vLLM's body
 it answers HTTP 200 with `{"tokens": []}`, so an empty answer for a non-empty text is taken as "wrong dialect",
-not as zero tokens (0.1 built prompts four times too long against llama.cpp because of it).
+not as zero tokens (taken as zero, it makes prompts four times too long against llama.cpp).
 """
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ SHORTHANDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 """Spellings servetune accepts beyond the engine's own, because users type them (vLLM's own aliases are `-tp`,
-`-pp`, `-dp`; 0.1's `plan` took `--tp` and its README showed it). Commands servetune writes use the canonical
+`-pp`, `-dp`; servetune also takes `--tp`, `--pp`, `--dp`). Commands servetune writes use the canonical
 names, so an emitted command never depends on them."""
 
 

@@ -12,7 +12,8 @@ would give, without its CPU limit:
   progress and `on_record`) and the end of the run;
 - workers that die or freeze: reported by cause, each conversation they had in flight recorded as a failed
   `worker_lost` request (never silently lost), its slot given to the workers left.
-The transport is a `WorkerLink` (`transport.py`): local processes today, Ray actors on other machines later.
+The transport is a `WorkerLink` (`transport.py`): local processes (`transport.LocalWorker`) or Ray actors on
+other machines (`ray_transport.RayWorker`).
 """
 
 from __future__ import annotations

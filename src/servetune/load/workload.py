@@ -149,15 +149,6 @@ class Workload(BaseModel):
         )
 
     @classmethod
-    def multi_turn(
-        cls, turns: int, input_tokens: int | Dist = 128, output_tokens: int | Dist = 128, *, seed: int = 0
-    ) -> Workload:
-        return cls(
-            seed=seed,
-            classes=(RequestClass(name="chat", input_tokens=input_tokens, output_tokens=output_tokens, turns=turns),),
-        )
-
-    @classmethod
     def mix(cls, classes: list[RequestClass], *, seed: int = 0) -> Workload:
         """A traffic mix: each request's class is drawn by weight (deterministic by seed)."""
         return cls(seed=seed, classes=tuple(classes))

@@ -12,7 +12,7 @@ compared with; DELETE clears it).
 
 "Received" is the kernel's receive time where the server can read it, not the moment its loop got round to the
 socket: a loaded one-core server leaves requests waiting in their sockets for milliseconds, and a truth that
-starts at the read cannot see that wait, so it would be blamed on the client being measured (issue 12: +3.6 to
+starts at the read cannot see that wait, so it would be blamed on the client being measured (+3.6 to
 +5.5 ms of "client error" with the clients on time). In `precise` mode on asyncio's own loop the sockets carry
 SO_TIMESTAMPNS and are read with `recvmsg` (`_StampingSocket`); the answer's schedule and the TTFT both count
 from that stamp, and /mock/ttft says so (`"origin": "kernel"`) with each request's wait in its socket. uvloop

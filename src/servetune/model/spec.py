@@ -160,15 +160,3 @@ class ModelSpec(BaseModel):
         if with_mtp:
             total += self.params.mtp
         return total
-
-    def weight_bytes(self, *, with_mtp: bool = False) -> int:
-        """Bytes of the loaded weights on one GPU without parallelism."""
-        p = self.params
-        dense = 2  # vLLM serves float32 checkpoints in 16 bits unless told otherwise
-        linear = p.body_linear + (p.mtp_linear if with_mtp else 0)
-        other = p.body_other + (p.mtp_other if with_mtp else 0)
-        total = linear * self.quant.bytes_per_linear_param if self.quant.method != "none" else linear * dense
-        total += other * dense + (p.embed + p.lm_head) * dense
-        if self.vision and not self.language_model_only:
-            total += p.vision * dense
-        return int(total)

@@ -252,7 +252,7 @@ def prefill_time(
     In closed form, not step by step: every term of a step is linear in its new tokens except attention, which is
     linear in (new x context), so the full chunks' FLOPs, bytes and overheads sum as arithmetic series and the
     bound (memory or compute) of a full chunk is decided once per constant part. A 10^12-token prompt or a 1-token
-    budget costs the same few operations as a 32K prompt (issue 16)."""
+    budget costs the same few operations as a 32K prompt."""
     if tokens <= 0:
         return 0.0
     chunk = max(1, chunk)

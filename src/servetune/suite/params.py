@@ -34,8 +34,8 @@ class ProbesBase(BaseModel):
 
     @model_serializer(mode="wrap")
     def _only_enabled(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A disabled probe is absent, not null: null means "run with the defaults" when read back, and 0.1's
-        # `servetune report DIR` re-read a stored experiment that way and ran a probe that never ran.
+        # A disabled probe is absent, not null: null means "run with the defaults" when read back, so a stored
+        # experiment re-read by `servetune report DIR` would show a probe that never ran.
         return {k: v for k, v in handler(self).items() if v is not None}
 
     def enabled(self) -> list[str]:

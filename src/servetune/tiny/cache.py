@@ -1,6 +1,6 @@
 """The one place the tiny model lives: `$SERVETUNE_CACHE/tiny-model` (default `~/.cache/servetune/tiny-model`),
 built on first use and shared by `servetune launch --tiny`, `check --tiny`, experiments that name `model: tiny`,
-the demo and the tests (0.1 had a second copy relative to the working directory)."""
+the demo and the tests (never a second copy relative to the working directory)."""
 
 from __future__ import annotations
 
