@@ -43,8 +43,10 @@ def bench_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     out = tmp_path_factory.mktemp("bench")
     server, url = _mock()
     try:
+        # The folder is the report's input, not a verdict on the runs: a client starved of CPU (a loaded machine)
+        # adds a validity warning, which the report draws like any other instead of failing the fixture.
         sweep = _bench(url, out, "--mix", "chat:0.7:64:16,rag:0.3:512:32", "--concurrency", "1", "--sweep", "1,2,4",
-                       "--num-prompts", "30", "--num-warmups", "6", "--label", "mix-sweep")  # fmt: skip
+                       "--num-prompts", "30", "--num-warmups", "6", "--label", "mix-sweep", "--accept-warnings")  # fmt: skip
         assert sweep.returncode == 0, sweep.stderr
     finally:
         server.terminate()
