@@ -19,7 +19,12 @@ from servetune.errors import ServetuneError
 # Each figure: the names it has had, newest first. Counters are listed with prometheus_client's `_total`.
 NAMES: dict[str, tuple[str, ...]] = {
     "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
-    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    "prefix_cache_hits": (
+        "vllm:prefix_cache_hits_total",
+        "vllm:gpu_prefix_cache_hits_total",
+        "sglang:cached_tokens_total",
+        "llamacpp:prompt_tokens_cached_total",
+    ),
     "spec_drafts": ("vllm:spec_decode_num_drafts_total",),
     "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
     "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total",),

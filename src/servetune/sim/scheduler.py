@@ -405,8 +405,9 @@ class Scheduler:
         req.num_cached_blocks = len(hit)
         req.blocks.extend(self.pool.allocate(need - lim.state_blocks_per_request))
         req.state_blocks = self.pool.allocate(lim.state_blocks_per_request)
-        self.counters.prefix_queries += req.num_tokens
-        self.counters.prefix_hits += computed
+        if not req.num_preemptions:  # vLLM counts a re-admission apart (`preempted_queries`), not as a hit
+            self.counters.prefix_queries += req.num_tokens
+            self.counters.prefix_hits += computed
         req.num_cached_prompt_tokens = computed
         req.num_computed_tokens = computed
         return True

@@ -1,9 +1,12 @@
-"""What one probe run returns: headline figures by name, curve points, the engine's counter deltas, and the
-validity warnings that say when a figure should not be trusted."""
+"""What one probe run returns: headline figures by name, curve points, the engine's counter deltas, the
+figures' reconciliation with the engine's own account, and the validity warnings that say when a figure should
+not be trusted."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from servetune.metrics.reconcile import Reconciliation
 
 
 class ProbeResult(BaseModel):
@@ -17,6 +20,11 @@ class ProbeResult(BaseModel):
     figures: dict[str, float | None] = Field(default_factory=dict)
     points: list[dict[str, float]] = Field(default_factory=list, description="Load-curve points, one per load level.")
     engine_metrics: dict[str, float] = Field(default_factory=dict, description="Engine /metrics deltas over the run.")
+    reconciliation: Reconciliation | None = Field(
+        default=None,
+        description="servetune's token and request counts against the engine's own counters over the run (None: "
+        "not compared). A disagreement makes the run not ok: not valid for comparisons.",
+    )
     requests: int = 0
     failed_requests: int = 0
     warnings: list[str] = Field(default_factory=list)

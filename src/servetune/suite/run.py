@@ -1,30 +1,126 @@
-"""Running one probe: its spec's `run` on a backend, the engine's counters read before and after (their
-difference is kept with the result), a probe's crash recorded as a failed result, and figures measured against a
-time-scaled simulator converted to simulated (real-GPU) time once, by each figure's declared scaling."""
+"""Running one probe: its spec's `run` on a backend with the probe's own prompt seed, the engine's counters read
+before and after (their difference is kept with the result, and servetune's counts are reconciled with them:
+a disagreement makes the run not valid), a probe's crash recorded as a failed result, and figures measured
+against a time-scaled simulator converted to simulated (real-GPU) time once, by each figure's declared
+scaling."""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
 from typing import Any
 
-from servetune.metrics.prometheus import delta
+from servetune.control.client import Models
+from servetune.load.backend import Backend
+from servetune.load.runner import LoadResult
+from servetune.load.shape import LoadShape
+from servetune.load.workload import Workload
+from servetune.metrics.prometheus import MetricsSnapshot, delta
+from servetune.metrics.reconcile import ClientAccount, Reconciliation, engine_account, reconcile
+from servetune.metrics.record import RequestRecord
+from servetune.metrics.slo import Slos
 from servetune.suite.result import ProbeResult
 from servetune.suite.spec import ProbeContext, ProbeSpec
+
+SETTLE_S = (0.05, 0.1, 0.2, 0.4, 0.8)
+"""Waits before scraping the engine again when its counters fall short of what the client saw: an engine
+updates them just after it sends a request's last bytes (vLLM from its output loop, llama.cpp as it frees the
+slot), so a scrape at once can miss the last request."""
+
+
+class _Accounted:
+    """The probe's backend, keeping every record of every run it is sent: servetune's side of the account."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self.records: list[RequestRecord] = []
+
+    @property
+    def label(self) -> str:
+        return self._backend.label
+
+    @property
+    def model(self) -> str:
+        return self._backend.model
+
+    @property
+    def engine(self) -> str:
+        return self._backend.engine
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self._backend.max_model_len
+
+    @property
+    def time_scale(self) -> float:
+        return self._backend.time_scale
+
+    @property
+    def gpu_count(self) -> int:
+        return self._backend.gpu_count
+
+    async def run(self, workload: Workload, shape: LoadShape, *, slos: Slos | None = None) -> LoadResult:
+        result = await self._backend.run(workload, shape, slos=slos)
+        self.records.extend(result.records)
+        return result
+
+    async def scrape(self) -> MetricsSnapshot | None:
+        return await self._backend.scrape()
+
+    async def models(self) -> Models | None:
+        return await self._backend.models()
 
 
 async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeResult:
     """One run of `spec` (never raises for what the server or the probe does: that is a result to record)."""
-    before = await ctx.backend.scrape()
+    backend = _Accounted(ctx.backend)
+    before = await backend.scrape()
     try:
-        result = await spec.run(ctx, params)
+        result = await spec.run(replace(ctx.for_probe(spec.name), backend=backend), params)
     except Exception as err:  # noqa: BLE001 - a probe's crash is a result to record, not a reason to stop
         result = ProbeResult(probe=spec.name, ok=False, error=f"{type(err).__name__}: {err}")
-    after = await ctx.backend.scrape()
+    after = await backend.scrape()
     if before is not None and after is not None:
+        client = ClientAccount.of(backend.records)
+        after, checked = await _settled(backend, before, after, client, spec)
         d = delta(before, after)
         named = {k: v for k, v in d.model_dump().items() if isinstance(v, float) and k != "duration_s"}
         counters = {k: v for k, v in d.counters.items() if v}
-        result = result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}})
+        result = judged(
+            result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}}), checked
+        )
     return to_simulated_time(spec, result, ctx.backend.time_scale)
+
+
+async def _settled(
+    backend: _Accounted, before: MetricsSnapshot, after: MetricsSnapshot, client: ClientAccount, spec: ProbeSpec
+) -> tuple[MetricsSnapshot, Reconciliation]:
+    """The reconciliation, scraped again (`SETTLE_S`) while the engine's totals are still short of the client's."""
+    checked = reconcile(client, engine_account(before, after), spec.prompts)
+    for wait in SETTLE_S:
+        if not any(c.name != "cached_tokens" and c.engine < c.servetune for c in checked.flagged):
+            break
+        await asyncio.sleep(wait)
+        again = await backend.scrape()
+        if again is None:
+            break
+        after = again
+        checked = reconcile(client, engine_account(before, after), spec.prompts)
+    return after, checked
+
+
+def judged(result: ProbeResult, checked: Reconciliation) -> ProbeResult:
+    """A result with its reconciliation: a figure the engine's own account contradicts makes the run not ok
+    (the ranking compares ok runs only), each disagreement a warning with both numbers."""
+    flagged = [f"{result.probe}: {c.message}" for c in checked.flagged]
+    update: dict[str, Any] = {"reconciliation": checked}
+    if flagged:
+        update |= {
+            "ok": False,
+            "warnings": [*result.warnings, *(f"{w} — not valid for comparisons" for w in flagged)],
+            "error": result.error or "; ".join(flagged),
+        }
+    return result.model_copy(update=update)
 
 
 def to_simulated_time(spec: ProbeSpec, result: ProbeResult, scale: float) -> ProbeResult:

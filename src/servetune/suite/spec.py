@@ -9,16 +9,18 @@ their scaling. Adding a probe is adding one module to `servetune.suite.probes` t
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import pkgutil
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from servetune.errors import ServetuneError
+from servetune.metrics.reconcile import Prompts
 
 if TYPE_CHECKING:
     from servetune.load.backend import Backend
@@ -60,12 +62,23 @@ class Figure(BaseModel):
 @dataclass(frozen=True)
 class ProbeContext:
     """What a probe run needs besides its parameters: the backend to load, the experiment's SLOs (already in
-    the backend's wall clock), a seed for its prompts, and what the engine said at startup."""
+    the backend's wall clock), a seed for its prompts, and what the engine said at startup.
+
+    The seed a caller gives says which run this is (the tuner's: one per variant and repeat); `run_probe` hands
+    the probe `for_probe(name)`, so that two probes of one run never draw the same prompts either."""
 
     backend: Backend
     slos: Mapping[str, float] = field(default_factory=dict)
     seed: int = 0
     facts: Mapping[str, Any] = field(default_factory=dict)
+
+    def for_probe(self, probe: str) -> ProbeContext:
+        """This context with the seed of `probe`'s prompts in this run: the one rule that makes every probe's
+        prompts its own (distinct from its first word on: the text generator is seeded by it), so no probe
+        finds another's prompt in the engine's prefix cache (the acceptance probe's long document would
+        otherwise be the head of long_prefill's, and its prefill a cache hit)."""
+        digest = hashlib.sha256(f"{self.seed}/probe/{probe}".encode()).hexdigest()
+        return replace(self, seed=int(digest[:8], 16))
 
     @property
     def max_model_len(self) -> int | None:
@@ -96,6 +109,9 @@ class ProbeSpec:
     judges_latency_slos: bool = False
     """Its `goodput_rps` figure is > 0 exactly when some load level met every latency SLO: when the suite runs
     such a probe, it alone decides the latency SLOs."""
+    prompts: Prompts = "cold"
+    """What its prompts must be to the engine's prefix cache (`metrics.reconcile.Prompts`): `run_probe` proves it
+    from the engine's counters and marks a run that broke it not valid."""
 
     def figure(self, name: str) -> Figure | None:
         return next((f for f in (*self.figures, *self.point_figures) if f.name == name), None)

@@ -1,6 +1,7 @@
 """B4: the same long system prompt twice with different questions: how much the second TTFT drops, and the
 share of the second prompt the engine served from its prefix cache (its own counters; the system prompt is
-unique to the run, so the first request is cold and every hit belongs to the second)."""
+unique to the run and the probe, so the first request is cold — the reconciliation proves it — and every hit
+belongs to the second)."""
 
 from __future__ import annotations
 
@@ -63,5 +64,6 @@ SPEC = register(
             ),
             Figure(name="hit_rate_pct", unit="%", better="higher", label="prefix-cache hit rate", headline=True),
         ),
+        prompts="shared",
     )
 )

@@ -46,5 +46,6 @@ SPEC = register(
             Figure(name="output_tokens", unit="tokens", better="none", label="output tokens"),
         ),
         objectives={"latency": "e2el_ms"},
+        prompts="given",
     )
 )
