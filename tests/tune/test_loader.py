@@ -121,12 +121,19 @@ def test_grid_client_dimension_checks_presets() -> None:
     assert "sampling preset `hot` is not defined" in text and "greedy" not in text.split("hot")[0][-40:]
 
 
-def test_check_lists_variants_in_run_order_without_launching() -> None:
+def test_check_lists_variants_in_run_order_without_launching(tmp_path: Path) -> None:
+    """The seed's round 2 with its model's config.json at hand (servetune's bundled copy, no weights): all 14
+    variants fit and launch, in run order (without the model, every one is skipped: test_feasibility.py)."""
     from typer.testing import CliRunner
 
     from servetune.cli.entry import app
+    from servetune.model.bundled import bundled_model
 
-    result = CliRunner().invoke(app, ["tune", str(EXAMPLES / "qwen36-27b-2xa100-r2.yaml"), "--check"])
+    text = (EXAMPLES / "qwen36-27b-2xa100-r2.yaml").read_text()
+    exp = tmp_path / "r2.yaml"
+    exp.write_text(text.replace("/models/Qwen3.6-27B", str(bundled_model("qwen3.6-27b"))))
+    result = CliRunner().invoke(app, ["tune", str(exp), "--check"])
     assert result.exit_code == 0, result.output
+    assert "warning" not in result.output
     assert "14 variants, 14 engine starts" in result.output
     assert "R2-A4-mtp4" in result.output and "× 3 repeats" in result.output

@@ -299,6 +299,24 @@ def test_a_variant_that_cannot_start_is_recorded_and_the_next_runs(tmp_path: Pat
     assert "invalid_flag" in report and "no-such-flag" in report
 
 
+def test_a_run_where_every_variant_fails_exits_1_and_counts_each_one(tmp_path: Path) -> None:
+    """Every launch fails (a flag llama.cpp refuses): the progress used to stay at [1/3] and the run exited 0."""
+    bad = tmp_path / "bad.yaml"
+    text = SMALL.replace("threads: 1}", "threads: 1, no-such-flag: 1}") + "allow_unknown_flags: true\n"
+    bad.write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "servetune", "tune", str(bad), "--out", str(tmp_path / "out")],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "none of the 3 variants succeeded (3 failed); the first, two-slots: invalid_flag" in result.stderr
+    launching = [line.split("]")[0] for line in result.stderr.splitlines() if "launching engine" in line]
+    assert launching == ["[1/3", "[2/3", "[3/3"], launching
+
+
 CANARY = "sk-canary-4b3a2918"
 
 

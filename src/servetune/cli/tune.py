@@ -94,6 +94,10 @@ def tune(
         )
         raise typer.Exit(130) from None
     print_outcome(outcome, write_outcome(exp, outcome))
+    failed = outcome.nothing_succeeded()
+    if failed:
+        typer.secho(f"tune: {failed}", fg="red", err=True)
+        raise typer.Exit(1)
 
 
 def report(

@@ -136,7 +136,7 @@ def launch(
     When servetune picked the port itself and something grabbed it before the engine bound it, the launch is
     retried once on a new free port.
     """
-    _check_model_path(cfg)
+    check_model_path(cfg)
     try:
         return _launch_once(cfg, log_dir, startup_timeout_s, host, port or free_port(host), on_progress)
     except EngineLaunchError as err:
@@ -145,7 +145,7 @@ def launch(
     return _launch_once(cfg, log_dir, startup_timeout_s, host, free_port(host), on_progress)
 
 
-def _check_model_path(cfg: EngineConfig) -> None:
+def check_model_path(cfg: EngineConfig) -> None:
     """A model given as a local path that is not there fails as `model_missing` before any process starts (vLLM
     takes 15 s to say so as a Hugging Face error). A bare `org/name` is a Hub id and is left to the engine;
     llama.cpp always takes a file."""

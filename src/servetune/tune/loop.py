@@ -10,6 +10,7 @@ nothing; the reports are written by the caller (`servetune.report`), not here.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,24 @@ class Outcome:
     ranking: Ranking
     launches: int
 
+    def nothing_succeeded(self) -> str | None:
+        """None when at least one variant finished its suite; else why not, with the first variant's cause, so
+        a run where every variant failed or was skipped exits non-zero saying so."""
+        if any(r.status == "done" for r in self.records):
+            return None
+        if not self.records:
+            return "no variant ran: the experiment planned none"
+        first = min(self.records, key=lambda r: r.position)
+        if first.failure is not None:
+            f = first.failure
+            cause = f"{f.klass} during {f.during}" + (f": {f.excerpt.strip()}" if f.excerpt.strip() else "")
+            cause += f" ({f.hint})" if f.hint else ""
+        else:
+            cause = "; ".join(first.skip_reasons) or first.status
+        counts = Counter(r.status for r in self.records)
+        said = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        return f"none of the {len(self.records)} variants succeeded ({said}); the first, {first.variant.name}: {cause}"
+
 
 def fingerprint(exp: Experiment) -> str:
     """Identity of an experiment's content: a resumed run must be the same experiment (where it runs is not
@@ -45,19 +64,21 @@ def fingerprint(exp: Experiment) -> str:
     return hashlib.sha256(exp.model_dump_json(exclude={"executor"}).encode()).hexdigest()[:16]
 
 
-def default_feasibility(exp: Experiment) -> Feasible | None:
-    """The planner's verdict for vLLM configs on the experiment's GPU (None on CPU or without a GPU name).
-    A config the planner cannot read (no local config.json) is not judged: it is launched."""
+def default_feasibility(exp: Experiment) -> Feasible:
+    """Why a variant cannot start, before it launches (empty: it can): the engine launcher's own model check
+    where launches run on this host (a Ray node has its own disk), then, for vLLM configs on a named GPU, the
+    planner's verdict. A config the planner cannot read (a Hub id, no local config.json) is not judged by it."""
     hardware = exp.hardware.resolved()
-    if hardware is None:
-        return None
-    from servetune.errors import ServetuneError
-    from servetune.plan.api import plan_for
-    from servetune.plan.placement import place
+    local = exp.executor.kind != "ray"
 
     def check(config: EngineConfig) -> list[str]:
-        if config.engine not in {"vllm", "sim"}:
-            return []
+        missing = _missing_model(config) if local else []
+        if missing or hardware is None or config.engine not in {"vllm", "sim"}:
+            return missing
+        from servetune.errors import ServetuneError
+        from servetune.plan.api import plan_for
+        from servetune.plan.placement import place
+
         placed = place(hardware, config.flags)
         try:
             plan = plan_for(config, placed.gpu, placed.gpus, vllm_version=config.version)
@@ -68,6 +89,21 @@ def default_feasibility(exp: Experiment) -> Feasible | None:
         return [*plan.reasons, *(f"fix: {fix}" for fix in plan.fixes[:3])] or ["the planner says it does not fit"]
 
     return check
+
+
+def _missing_model(config: EngineConfig) -> list[str]:
+    """The launcher's `model_missing` verdict, before a launch (the tiny model is built when first used)."""
+    from servetune.engines.failures import EngineLaunchError
+    from servetune.engines.launch import check_model_path
+    from servetune.engines.models import TINY
+
+    if config.model == TINY:
+        return []
+    try:
+        check_model_path(config)
+    except EngineLaunchError as err:
+        return [f"model_missing: {err.failure.excerpt.removeprefix('servetune: ')}", f"fix: {err.failure.hint}"]
+    return []
 
 
 def run_experiment(

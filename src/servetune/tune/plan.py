@@ -142,9 +142,29 @@ class ExperimentPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     hardware: HardwareSpec | None = None
 
+    def warnings(self) -> list[str]:
+        """What a user must read before launching: variants that cannot start, and a plan where none can."""
+        planned = [p for sp in self.stages for p in sp.batch.planned]
+        skipped = [p for p in planned if p.action == "infeasible"]
+        out = []
+        if skipped:
+            first = skipped[0]
+            out.append(
+                f"warning: {len(skipped)} of {len(planned)} variants cannot start and will be skipped; the first, "
+                f"{first.variant.name}: {'; '.join(first.reasons)}"
+            )
+        if self.none_can_start():
+            out.append("warning: no variant can start: the run would measure nothing")
+        return out
+
+    def none_can_start(self) -> bool:
+        """Every planned variant is skipped and no stage searches (a search's points are planned as it runs)."""
+        planned = [p for sp in self.stages for p in sp.batch.planned]
+        return not any(sp.search for sp in self.stages) and all(p.action == "infeasible" for p in planned)
+
     def lines(self) -> list[str]:
         """The plan as `servetune tune --check` prints it."""
-        out = [f"experiment {self.name}: valid"]
+        out = [f"experiment {self.name}: valid file", *self.warnings()]
         for sp in self.stages:
             batch = sp.batch
             head = f"stage {sp.stage.name}: "
@@ -202,6 +222,7 @@ class ExperimentPlan:
             ],
             "probes": list(self.probes),
             "repeats": self.repeats,
+            "warnings": self.warnings(),
         }
 
 

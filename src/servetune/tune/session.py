@@ -133,6 +133,7 @@ class LaunchSession:
         self.progress.say(first.name, "launching engine")
         clock = stopwatch()
         log_dir = self.out_dir / "logs" / safe_name(first.name)
+        counted = 0
         try:
             with self.launcher(resolve_model(first.config), log_dir, self.exp.engine.startup_timeout_s) as engine:
                 launch_s = clock()
@@ -146,6 +147,7 @@ class LaunchSession:
                     self.store.set_status(variant.key(), "running", launch_s=launch_s, facts=facts, ran_on=ran_on)
                     died = self._run_suite(variant, engine, facts, launch_s if position == 0 else 0.0)
                     self.progress.variant_done()
+                    counted += 1
                     if died:
                         return group[position + 1 :]
         except EngineLaunchError as err:
@@ -156,6 +158,8 @@ class LaunchSession:
             failure = Failure(klass="launch_error", excerpt=err.problem, hint=err.fix)
             for variant in group:
                 self._fail(variant, failure, clock())
+        for _ in group[counted:]:  # a launch that failed ends its variants too: the progress counts them
+            self.progress.variant_done()
         return []
 
     def _backend(self, variant: Variant, engine: Engine, facts: dict[str, Any]) -> Backend:
@@ -277,7 +281,7 @@ WATCHDOG_DEADLINE_S = 30.0
 def _watchdog(engine: Engine, result: ProbeResult, request_timeout_s: float, probe: str) -> Failure | None:
     """After a probe whose requests failed, asks the engine for one token: a live process that cannot generate
     one is frozen (SIGSTOP, a deadlock, a wedged GPU), and every later probe would only wait out its timeouts
-    on it (0.1 spent 94 s past `request_timeout_s: 20` on one). The answer's deadline is the client's request
+    on it (94 s past `request_timeout_s: 20` on one, unwatched). The answer's deadline is the client's request
     timeout, at most 30 s. A probe that went well costs nothing."""
     if result.ok and not result.failed_requests:
         return None
