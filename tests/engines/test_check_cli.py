@@ -89,8 +89,15 @@ def test_check_launches_tiny_llamacpp(tiny_model, tmp_path: Path) -> None:
     assert list(tmp_path.glob("llamacpp-*.log"))
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what `nohup` and `cmd &` do to a child
+
+
 @pytest.mark.engine
-def test_launch_serves_until_interrupted(tiny_model, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["sigint", "sigint-ignored-at-start"])
+def test_launch_serves_until_interrupted(tiny_model, tmp_path: Path, sigint_ignored: bool) -> None:
+    """Ctrl-C after "ready" stops the engine with its teardown report, also when `launch` was started with SIGINT
+    ignored (under `nohup` or `cmd &`), where it would otherwise do nothing at all."""
     pytest.importorskip("xllamacpp")
     proc = subprocess.Popen(
         [
@@ -111,6 +118,7 @@ def test_launch_serves_until_interrupted(tiny_model, tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=_ignore_sigint if sigint_ignored else None,  # noqa: PLW1509 - no threads in this test
     )
     assert proc.stdout is not None
     url = None

@@ -35,6 +35,11 @@ def test_plan_json_uses_vllm_flag_names() -> None:
     plan = json.loads(out.stdout)
     assert plan["feasible"] and plan["tensor_parallel_size"] == 2 and plan["max_model_len"] == 131072
     assert plan["block_size"] == 1600 and plan["log_lines"][0].startswith("GPU KV cache size: ")
+    # the docker command works as pasted: a pinned image, a bind mount of a path to replace (never a named volume
+    # for a bundled config's name), and a note saying so
+    docker = plan["docker_command"]
+    assert "vllm/vllm-openai:v0.24.0" in docker and "-v /path/to/qwen3.6-27b:/models/qwen3.6-27b:ro" in docker
+    assert any("bundled with servetune" in n for n in plan["command_notes"])
 
 
 def test_plan_table_from_a_measured_available_figure() -> None:
@@ -62,6 +67,7 @@ def test_plan_table_from_a_measured_available_figure() -> None:
     [
         (("--model", "/nonexistent/model", "--gpu", "H100"), "no config.json"),
         (("--model", "qwen3.6-27b", "--gpu", "Z9000"), "unknown GPU"),
+        (("--model", "qwen3.6-27b", "--gpu", "A100x2", "--max-model-len", "32K"), "ambiguous: it comes as A100-40G"),
         (("--model", "qwen3.6-27b", "--gpu", "H100", "--max-model-len", "1.5K"), "decimals"),
         (("--model", "qwen3.6-27b", "--gpu", "H100", "--speculative-config", "{mtp"), "JSON"),
         (("--model", "qwen3.6-27b", "--gpu", "H100", "--vllm-version", "0.8.0"), "predates"),
@@ -77,6 +83,7 @@ def test_bad_input_is_one_message_no_traceback(args: tuple[str, ...], message: s
 def test_infeasible_plan_is_an_answer_not_an_error() -> None:
     out = run("plan", "--model", "qwen3.6-27b", "--gpu", "H100x3", "--tp", "3")
     assert out.returncode == 0 and "DOES NOT FIT" in out.stdout and "not divisible" in out.stdout
+    assert "These commands are the config as given, which does NOT fit" in out.stdout  # the serve lines are marked
 
 
 def test_demo_plans_the_seed_systems() -> None:

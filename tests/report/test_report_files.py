@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tune"))
 
@@ -58,3 +60,29 @@ def test_reports_survive_an_experiment_where_nothing_finished(tmp_path: Path) ->
     html = paths["html"].read_text()
     assert "No recommendation" in html and "oom_at_startup" in html
     assert next(csv.DictReader(paths["csv"].open()))["status"] == "failed (oom_at_startup)"
+
+
+@pytest.mark.engine
+def test_report_of_a_folder_lists_only_the_probes_that_ran(tiny_model, tmp_path: Path) -> None:
+    """`servetune report DIR` re-reads the stored experiment: a probe the experiment left out (stored absent, not
+    null, which would read back as "run with the defaults") is not added to results.json."""
+    exp = {
+        "name": "report-probes",
+        "engine": {"engine": "llamacpp", "model": "tiny", "flags": {"ctx-size": 2048, "threads": 1}},
+        "client": {"endpoint": "completions", "tokenizer": "tiny"},
+        "suite": {"repeats": 1, "warmup_requests": 0, "probes": {"decode_speed": {"output_tokens": 16}}},
+        "objective": "decode_tok_s",
+        "variants": {"matrix": {"baseline": "one", "changes": {"two": {"parallel": 2}}}},
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    out = tmp_path / "out"
+
+    def servetune(*args: str) -> None:
+        done = subprocess.run([sys.executable, "-m", "servetune", *args], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    servetune("tune", str(path), "--out", str(out))
+    servetune("report", str(out))
+    probes = json.loads((out / "results.json").read_text())["experiment"]["suite"]["probes"]
+    assert set(probes) == {"decode_speed"}, probes

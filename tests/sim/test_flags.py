@@ -3,6 +3,10 @@ bad values are clear errors, `--gpu` takes `NAME[xN]`."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from servetune.engines.vocab import human_readable_int
@@ -81,6 +85,31 @@ def test_gpu_takes_a_count() -> None:
     assert parse_sim_args(["/m", "--gpu", "H200", "-tp", "4"]).tensor_parallel_size == 4, "uncounted: TP decides"
     with pytest.raises(ServetuneError, match="ambiguous"):
         parse_sim_args(["/m", "--gpu", "A100x2"])
+
+
+def servetune(*args: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "servetune", *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout + out.stderr
+
+
+def test_estimate_runs_on_the_gpus_plan_counts() -> None:
+    """`estimate` with `--tp 2` on one named GPU, or with the `NAMExN` spelling, simulates the KV cache that
+    `plan` computes for two GPUs (more than twice one GPU's: the weights are split)."""
+    flags = ("--max-model-len", "128K", "--language-model-only")
+    load = ("--concurrency", "1", "--num-requests", "2", "--input-len", "16", "--output-len", "4")
+
+    def plan_kv(gpu: str, *more: str) -> int:
+        return int(
+            json.loads(servetune("plan", "--model", "qwen3.6-27b", "--gpu", gpu, *flags, *more, "--json"))[
+                "kv_cache_tokens"
+            ]
+        )
+
+    two = plan_kv("A100-80G-SXMx2", "-tp", "2")
+    assert two > 2 * plan_kv("A100-80G-SXM")
+    for gpu, tp in (("A100-80G-SXM", "--tp"), ("A100-80G-SXMx2", "-tp")):
+        assert f"KV cache {two:,} tokens" in servetune("estimate", "qwen3.6-27b", "--gpu", gpu, *flags, tp, "2", *load)
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from servetune.errors import ServetuneError
 from servetune.tune.loader import load_experiment, parse_experiment
@@ -137,3 +139,28 @@ def test_check_lists_variants_in_run_order_without_launching(tmp_path: Path) -> 
     assert "warning" not in result.output
     assert "14 variants, 14 engine starts" in result.output
     assert "R2-A4-mtp4" in result.output and "× 3 repeats" in result.output
+
+
+def test_flags_read_1k_as_vllm_does_and_take_additional_config(tmp_path: Path) -> None:
+    """`1k` is 1000 as vLLM reads it (not 1024), and `additional-config`, a real vLLM flag, is taken as its JSON
+    value: what `--check --json` says the first variant will launch with."""
+    from typer.testing import CliRunner
+
+    from servetune.cli.entry import app
+
+    flags = {"max-model-len": "1k", "additional-config": {"gdn_prefill_backend": "triton"}}
+    exp = {
+        "name": "flags",
+        "engine": {"engine": "vllm", "model": "qwen3.6-27b", "flags": flags},
+        "hardware": {"gpu": "H200"},
+        "suite": {"repeats": 1, "probes": {"decode_speed": None}},
+        "objective": "decode_tok_s",
+        "variants": {"matrix": {"baseline": "base", "changes": {"short": {"max-num-seqs": 8}}}},
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    result = CliRunner().invoke(app, ["tune", str(path), "--check", "--json"])
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)["stages"][0]["variants"][0]["config"]
+    assert config["flags"]["max-model-len"] == 1000
+    assert config["flags"]["additional-config"] == {"gdn_prefill_backend": "triton"}
