@@ -179,3 +179,17 @@ def test_prefix_reuse_shares_only_its_own_prefix_on_llama_cpp(llama_server: Any,
 
 def test_prefix_reuse_shares_only_its_own_prefix_on_the_simulator() -> None:
     _prefix_reuse_hits_its_own_prefix_only(_sim(), 4096)
+
+
+class _Uncounted(SimBackend):
+    """The simulator without its /metrics, as llama.cpp runs without --metrics."""
+
+    async def scrape(self) -> MetricsSnapshot | None:
+        return None
+
+
+def test_an_engine_without_counters_is_said_not_reconciled_and_not_judged() -> None:
+    config = EngineConfig(engine="sim", model="qwen3.6-27b", flags={"gpu": "H200", "max-model-len": 8192})
+    result = _probe(ProbeContext(_Uncounted(deployment_for_config(config))), "long_prefill", prompt_tokens=2000)
+    assert result.ok and result.reconciliation is not None and not result.reconciliation.checks
+    assert "not reconciled" in result.reconciliation.notes[0]

@@ -80,16 +80,16 @@ async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeRes
     except Exception as err:  # noqa: BLE001 - a probe's crash is a result to record, not a reason to stop
         result = ProbeResult(probe=spec.name, ok=False, error=f"{type(err).__name__}: {err}")
     after = await backend.scrape()
+    client = ClientAccount.of(backend.records)
     if before is not None and after is not None:
-        client = ClientAccount.of(backend.records)
         after, checked = await _settled(backend, before, after, client, spec)
         d = delta(before, after)
         named = {k: v for k, v in d.model_dump().items() if isinstance(v, float) and k != "duration_s"}
         counters = {k: v for k, v in d.counters.items() if v}
-        result = judged(
-            result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}}), checked
-        )
-    return to_simulated_time(spec, result, ctx.backend.time_scale)
+        result = result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}})
+    else:
+        checked = reconcile(client, None, spec.prompts)
+    return to_simulated_time(spec, judged(result, checked), ctx.backend.time_scale)
 
 
 async def _settled(
