@@ -2,14 +2,14 @@
 
 A secret is the value of an environment variable whose name says so (`*KEY*`, `*TOKEN*` — not `*TOKENIZER*` —,
 `*SECRET*`, `*PASSWORD*`, `*CREDENTIAL*`, or a name the user lists), of a flag whose last word says so (`api-key`,
-`hf-token`, `ssl-keyfile-password`; not `max-num-batched-tokens`), or of a client's `api_key`. Whatever servetune
+`hf-token`, `ssl-keyfile-password`, `admin-api-key`; not `max-num-batched-tokens`), or of a client's `api_key`.
+A secret flag may hold several values (vLLM's `--api-key` takes a list): each is a secret. Whatever servetune
 writes — engine logs, the store, results.json, CSV, markdown, HTML, event logs, deployment files, printed
 commands — passes through here, so a canary key given to any option appears in no file.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,27 +34,37 @@ def is_secret_name(name: str, extra: Iterable[str] = ()) -> bool:
 
 def is_secret_flag(name: str, extra: Iterable[str] = ()) -> bool:
     """A flag whose value is a secret: its last word is key, token, secret or password (`api-key`, `hf-token`;
-    not `max-num-batched-tokens` or `speculative-token-map`), or the user listed it."""
-    last = _norm(name).rsplit("_", 1)[-1]
-    return last in _WORDS or _norm(name) in {_norm(e) for e in extra}
+    not `max-num-batched-tokens`, `speculative-token-map` or the path flags `ssl-keyfile`, `api-key-file`), or
+    the user listed it. A command-line word `--api-key=VALUE` is judged by its name."""
+    flag = _norm(name.partition("=")[0])
+    return flag.rsplit("_", 1)[-1] in _WORDS or flag in {_norm(e) for e in extra}
 
 
 def redact(data: Any, extra: Iterable[str] = ()) -> Any:
-    """JSON-like data with every value under a secret-named key replaced by `<redacted>` (nested dicts and lists
-    walked); the shape is kept, so a reader still sees that a key was set."""
+    """JSON-like data with every value under a secret-named key replaced by `<redacted>` (each text of a list of
+    them too; nested dicts and lists walked); the shape is kept, so a reader still sees that a key was set."""
     names = tuple(extra)
     if isinstance(data, Mapping):
-        return {k: (REDACTED if _secret_key(str(k), v, names) else redact(v, names)) for k, v in data.items()}
+        return {k: (_redacted(v) if _secret_key(str(k), v, names) else redact(v, names)) for k, v in data.items()}
     if isinstance(data, list | tuple):
         return [redact(v, names) for v in data]
     return data
 
 
+def _redacted(value: Any) -> Any:
+    return [REDACTED if isinstance(v, str) and v else v for v in value] if isinstance(value, list | tuple) else REDACTED
+
+
+def secret_texts(value: Any) -> list[str]:
+    """The secret texts a value under a secret-named key holds: itself, or each text of a list (numbers such as
+    `first_token_s: 600` or `--bucket-time-to-first-token 0.1 0.5` never are secrets)."""
+    items = value if isinstance(value, list | tuple) else [value]
+    return [v for v in items if isinstance(v, str) and v and v != REDACTED]
+
+
 def _secret_key(key: str, value: Any, extra: tuple[str, ...]) -> bool:
-    """A secret is a text under a secret-named key (numbers such as `first_token_s: 600` never are)."""
-    if not isinstance(value, str) or not value or value == REDACTED:
-        return False
-    return is_secret_name(key, extra) or is_secret_flag(key, extra)
+    """A secret is a text (or a list of texts) under a secret-named key."""
+    return bool(secret_texts(value)) and (is_secret_name(key, extra) or is_secret_flag(key, extra))
 
 
 def secret_values(data: Any, extra: Iterable[str] = ()) -> set[str]:
@@ -64,7 +74,7 @@ def secret_values(data: Any, extra: Iterable[str] = ()) -> set[str]:
     if isinstance(data, Mapping):
         for k, v in data.items():
             if _secret_key(str(k), v, names):
-                found.add(v)
+                found |= set(secret_texts(v))
             else:
                 found |= secret_values(v, names)
     elif isinstance(data, list | tuple):
@@ -112,11 +122,3 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self._strings(v) for v in value]
         return value
-
-
-_BEARER = re.compile(r"(Bearer\s+)\S+")
-
-
-def scrub_headers(text: str) -> str:
-    """`Authorization: Bearer …` in captured text (an error body echoing a request) without the token."""
-    return _BEARER.sub(r"\1" + REDACTED, text)

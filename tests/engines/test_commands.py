@@ -83,10 +83,11 @@ def test_docker_command_for_a_hugging_face_id_mounts_the_cache_not_a_volume():
     assert "Qwen/Qwen3-8B" in words and "--served-model-name" not in words
 
 
-def test_docker_command_latest_only_when_the_version_is_unknown():
+def test_docker_command_is_pinned_even_when_the_version_is_unknown():
+    """Never `:latest`: without a version, the newest release servetune checked the flags against, said so."""
     cmd = docker_command(_vllm(version=None))
-    assert "vllm/vllm-openai:latest" in cmd.argv
-    assert any("version is unknown" in n for n in cmd.notes)
+    assert "vllm/vllm-openai:v0.32.0" in cmd.argv and not any(w.endswith(":latest") for w in cmd.argv)
+    assert any("names no vllm release" in n and "pin the release you measured" in n for n in cmd.notes)
     assert "vllm/vllm-openai:v0.32.0" in docker_command(_vllm(version="0.32.0+cpu")).argv
     assert "my/image:1" in docker_command(_vllm(), image="my/image:1").argv
 

@@ -16,7 +16,7 @@ from types import FrameType
 import typer
 from typer.exceptions import TyperException
 
-from servetune.cli import bench, demo, engine, plan, serve, sim, tune
+from servetune.cli import bench, demo, deploy, engine, plan, serve, sim, tune
 from servetune.errors import ServetuneError
 
 app = typer.Typer(
@@ -27,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (plan, engine, bench, tune, sim, demo, serve):
+for _module in (plan, engine, bench, tune, sim, demo, serve, deploy):
     _module.register(app)
 
 EXIT_USAGE = 2

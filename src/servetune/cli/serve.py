@@ -1,5 +1,4 @@
-"""CLI of the operate room: `serve` (supervised engine behind nginx; `--switch NEW` for blue-green) and
-`deploy` (compose / Kubernetes / systemd files sized from measurements)."""
+"""CLI of the operate room: `serve` (supervised engine behind nginx; `--switch NEW` for blue-green)."""
 
 from __future__ import annotations
 
@@ -60,25 +59,8 @@ def _fallback(
     return plan_fallback(cfg, get_gpu(gpu_name), gpus or evidence.gpu_count)
 
 
-def _slos(items: list[str]) -> dict[str, float]:
-    """`ttft_p99_ms=500` items → {"ttft_p99_ms": 500.0}; names as in an experiment's `slos:`."""
-    import math
-
-    out: dict[str, float] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not key.endswith("_ms") or not math.isfinite(number) or number <= 0:
-            raise ServetuneError(f"bad --slo {item!r}", "write NAME_ms=POSITIVE, e.g. --slo ttft_p99_ms=500")
-        out[key] = number
-    return out
-
-
 def register(app: typer.Typer) -> None:
-    """Adds `serve` and `deploy`."""
+    """Adds `serve`."""
 
     @app.command("serve", context_settings=PASSTHROUGH)
     def serve_cmd(
@@ -164,34 +146,3 @@ def register(app: typer.Typer) -> None:
         )
         typer.echo(f"servetune serve: {src.evidence.origin}; events in {run_dir / 'events.jsonl'}", err=True)
         raise typer.Exit(sup.run())
-
-    @app.command("deploy")
-    def deploy_cmd(
-        source: Path = typer.Argument(..., help="Tuning folder, engine config file, or a plan JSON (plan --json)."),
-        target: str = typer.Option("all", "--target", help="compose, kubernetes, systemd or all."),
-        out: Path = typer.Option(None, "--out", help="Output folder (default: SOURCE/deploy for a folder)."),
-        gpu: str = typer.Option(None, "--gpu", help="GPU type (default: from the tuning folder or plan)."),
-        gpus: int = typer.Option(None, "--gpus", min=1, help="GPUs per replica."),
-        cold_start: float = typer.Option(None, "--cold-start-s", help="Measured cold start, when SOURCE has none."),
-        cold_start_source: str = typer.Option(None, "--cold-start-source", help="Where --cold-start-s came from."),
-        name: str = typer.Option("servetune", "--name", help="Name of the deployment, services and unit."),
-        slo: list[str] = typer.Option([], "--slo", help="An SLO the alerts use, e.g. ttft_p99_ms=500 (repeat)."),
-    ) -> None:
-        """Write deployment files (nginx, Prometheus rules and scrape config, Grafana dashboard, and docker
-        compose / Kubernetes / systemd), every number sized from measurements and commented with its source."""
-        from servetune.operate.deploy import TARGETS, DeployInputs, write_deployment
-
-        if target != "all" and target not in TARGETS:
-            raise ServetuneError(f"unknown target {target!r}", f"use one of: {', '.join(TARGETS)}, all")
-        inputs = DeployInputs.from_path(
-            source,
-            name=name,
-            gpu=gpu,
-            gpus=gpus,
-            cold_start_s=cold_start,
-            cold_start_source=cold_start_source,
-            slos=_slos(slo),
-        )
-        dest = out or (source / "deploy" if source.is_dir() else Path("deploy"))
-        for path in write_deployment(inputs, dest, TARGETS if target == "all" else (target,)):
-            typer.echo(str(path))

@@ -1,6 +1,11 @@
-"""What every engine adapter provides: argv, environment, version, log facts, failure patterns, progress.
+"""What every engine adapter provides: its programs and image, argv, environment, version, log facts, failure
+patterns, progress.
 
-Adapters are small stateless objects; `registry.adapter_for(name)` returns the one for an engine name.
+An engine's command line has one owner: the adapter says which program starts the engine (here, in a pasted
+command, inside its official image), how it is given the model and the served name, and which image is pinned
+for a version; `argv` (a local launch) and `servetune.engines.commands` (pasted commands, deployment files)
+assemble every command line from those. Adapters are small stateless objects; `registry.adapter_for(name)`
+returns the one for an engine name.
 """
 
 from __future__ import annotations
@@ -8,10 +13,24 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern
+from servetune.engines.flagtable import versions
+from servetune.engines.vocab import to_argv
+from servetune.errors import ServetuneError
+
+
+@dataclass(frozen=True)
+class Image:
+    """A container image pinned to one engine release, and why that release (`source`)."""
+
+    ref: str
+    source: str
+    guessed: bool = False
+    """The config names no release this image can be pinned to: `ref` is the newest release servetune knows."""
 
 
 class EngineAdapter(ABC):
@@ -20,10 +39,61 @@ class EngineAdapter(ABC):
     name: str
     progress_patterns: Sequence[re.Pattern[str]] = ()
     """Log lines worth showing a user while the engine starts (loading, profiling, capturing...)."""
+    shell_program: tuple[str, ...] = ()
+    """The program a pasted command starts (`vllm serve`, `llama-server`)."""
+    image_program: tuple[str, ...] = ()
+    """The server program inside the engine's official image; empty when servetune knows no image to run."""
+    model_flag: str | None = None
+    """The option that names the model (`-m`, `--model-path`); None: the model is the first argument."""
+    name_flag: str = "--served-model-name"
+    """The option that names the model for clients."""
 
     @abstractmethod
+    def program(self) -> list[str]:
+        """The program that starts this engine on this machine (the arguments follow it)."""
+
+    def model_args(self, model: str, program: Sequence[str]) -> list[str]:
+        """How `program` is told which model to serve."""
+        return [model] if self.model_flag is None else [self.model_flag, model]
+
     def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
         """The command line that starts this engine serving `cfg` on host:port."""
+        program = self.program()
+        return [
+            *program,
+            *self.model_args(cfg.model, program),
+            self.name_flag,
+            cfg.name,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
+        ]
+
+    def image(self, version: str | None, gpus: int) -> Image:
+        """The official image pinned to the engine release `version` (for `gpus` GPUs; 0 = CPU); a ServetuneError
+        names the way out when servetune knows no image for this engine."""
+        raise ServetuneError(
+            f"servetune knows no container image for {self.name}",
+            "deploy a vllm, llamacpp or sglang config (a simulated config: the vLLM config it imitates)",
+        )
+
+    def pinned(self, repo: str, tag: str, version: str | None) -> Image:
+        """`repo:tag` with `{release}` in `tag` filled from `version` (its X.Y.Z, or a llama.cpp build `b1234`),
+        else from the newest release servetune has a flag table for (the flags were checked against it)."""
+        given = release(version)
+        if given:
+            return Image(
+                ref=f"{repo}:{tag.format(release=given)}", source=f"the config's {self.name} version {version}"
+            )
+        newest = versions(self.name)[-1]
+        return Image(
+            ref=f"{repo}:{tag.format(release=newest)}",
+            source=f"the config names no {self.name} release, so the newest servetune knows ({newest}): pin the "
+            "release you measured (the config's `version:`)",
+            guessed=True,
+        )
 
     def env(self, cfg: EngineConfig, host: str) -> dict[str, str]:
         """Environment added to servetune's own (cfg.env wins over adapter defaults)."""
@@ -49,6 +119,13 @@ class EngineAdapter(ABC):
                 msg = strip_log_prefix(line)
                 return msg if len(msg) <= PROGRESS_WIDTH else msg[: PROGRESS_WIDTH - 1] + "…"
         return None
+
+
+def release(version: str | None) -> str | None:
+    """The release an image tag carries: `0.24.0+cpu` → `0.24.0`, llama.cpp's `b11549` → `b11549`; None for
+    anything else (`xllamacpp-0.2.5` names a Python wrapper, not a llama.cpp build)."""
+    m = re.match(r"v?(\d+\.\d+\.\d+)|(b\d+)$", version or "")
+    return (m.group(1) or m.group(2)) if m else None
 
 
 PROGRESS_WIDTH = 160

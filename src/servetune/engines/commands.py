@@ -1,12 +1,18 @@
-"""The one emitter of commands a user pastes: `vllm serve …`, `docker run … vllm/vllm-openai:vX.Y.Z …`,
-`llama-server …` and `python -m sglang.launch_server …`, for `plan` and `tune` alike.
+"""The one builder of engine command lines a user runs: `vllm serve …`, `docker run … vllm/vllm-openai:vX.Y.Z …`,
+`llama-server …`, `python -m sglang.launch_server …`, and the program and arguments a deployment file's container
+runs, for `plan`, `tune` and `deploy` alike.
 
-A printed command is servetune's answer, so it must work as pasted and must not leak: the image tag is the
-engine version servetune measured; a host model folder is bind-mounted read-only (never a named volume); a
-bundled planner config name (`qwen3.6-27b`, not a Hugging Face id) is replaced by the user's path or a marked
-placeholder; settings that only make sense inside servetune (`--load-format dummy`, the simulator's own flags)
-are dropped with a note; API keys and secret-looking environment values are written as `"$VAR"` references.
-Flags are written by `servetune.engines.vocab.to_argv`, the same writer every launch uses.
+Each engine's adapter says which program starts it (pasted, or inside its image), how the model and the served
+name are given, and which image is pinned for a release; this module assembles the words from that. A written
+command is servetune's answer, so it must work as written and must not leak: the image tag is the engine release
+servetune measured; a host model folder is bind-mounted read-only (never a named volume); a bundled planner
+config name (`qwen3.6-27b`, not a Hugging Face id) is replaced by the user's path or a marked placeholder;
+settings that only make sense inside servetune (`--load-format dummy`, the simulator's own flags) are dropped
+with a note; the value of every secret flag (`servetune.secrets.is_secret_flag`: `--api-key`, each of vLLM's
+list of keys, `--ssl-keyfile-password`, …) and of every secret-looking environment variable is an `EnvRef`, a
+reference to an environment variable, which each writer spells its own way (`"$VAR"` in a shell, `${VAR}` in
+compose, `$(VAR)` in Kubernetes). Flags are written by `servetune.engines.vocab.to_argv`, the writer every
+launch uses.
 """
 
 from __future__ import annotations
@@ -17,20 +23,21 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from servetune.engines.config import EngineConfig
+from servetune.engines.config import EngineConfig, secret_env
 from servetune.engines.flagtable import table_for
+from servetune.engines.registry import adapter_for
 from servetune.engines.vocab import normalize_flags, parse_argv, to_argv
 from servetune.errors import ServetuneError
 from servetune.model.bundled import BUNDLED_DIR, bundled_model
-from servetune.secrets import is_secret_flag, is_secret_name
+from servetune.secrets import is_secret_flag, is_secret_name, secret_texts
 
 DEV_ONLY: dict[str, tuple[object, str]] = {
     "load-format": ("dummy", "it serves random weights, a servetune test setting; production loads the checkpoint"),
 }
 """Flag values that only make sense in a servetune test run: (value, why), dropped from production commands."""
 
-_API_KEY_ENV = {"vllm": "VLLM_API_KEY", "sim": "VLLM_API_KEY", "llamacpp": "LLAMA_API_KEY", "sglang": "SGLANG_API_KEY"}
-"""The environment variable each engine itself reads its API key from, so the reference is the natural one."""
+CONTAINER_PORT = 8000
+"""The port an engine listens on inside its container (vLLM's image exposes 8000)."""
 
 
 @dataclass(frozen=True)
@@ -44,15 +51,29 @@ class Command:
 
 
 @dataclass(frozen=True)
-class _Ref:
-    """A shell reference to an environment variable, written `"$NAME"` (quoted so the shell expands it once),
-    after `prefix` (`-e HF_TOKEN="$HF_TOKEN"` is one word with prefix `HF_TOKEN=`)."""
+class EnvRef:
+    """A secret written as a reference to the environment variable `name` that holds it, after `prefix` (one word:
+    `-e HF_TOKEN="$HF_TOKEN"` has prefix `HF_TOKEN=`, `--api-key=…` has prefix `--api-key=`)."""
 
     name: str
     prefix: str = ""
 
 
-_Word = str | _Ref
+Word = str | EnvRef
+"""A command-line word: literal text, or a reference to a secret in the environment."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """An engine launch as a container runs it: `program` (the image's entrypoint), then `args`; `env` the
+    variables it is given (secret ones as references), `secrets` the variables every reference names, `notes`
+    what its user must know."""
+
+    program: tuple[str, ...]
+    args: tuple[Word, ...]
+    env: tuple[tuple[str, Word], ...]
+    secrets: tuple[str, ...]
+    notes: tuple[str, ...]
 
 
 def serve_command(
@@ -65,17 +86,33 @@ def serve_command(
     (without it, a `/path/to/NAME` placeholder and a note); `secrets` names more environment variables or flags
     whose values must not be written."""
     plan = _plan(cfg, production=production, model_path=model_path, secrets=secrets)
-    if plan.engine == "vllm":
-        head: list[list[_Word]] = [["vllm", "serve", plan.model]]
-        named: list[_Word] = ["--served-model-name", plan.served] if plan.served else []
-    elif plan.engine == "llamacpp":
-        head = [["llama-server"], ["-m", plan.model]]
-        named = ["--alias", plan.served] if plan.served else []
-    else:
-        head = [["python", "-m", "sglang.launch_server"], ["--model-path", plan.model]]
-        named = ["--served-model-name", plan.served] if plan.served else []
-    lines: list[list[_Word]] = [*head, *([named] if named else []), *_option_lines(plan.flags)]
+    adapter = adapter_for(plan.engine)
+    program: list[Word] = list(adapter.shell_program)
+    model: list[Word] = list(adapter.model_args(plan.model, adapter.shell_program))
+    head: list[list[Word]] = [[*program, *model]] if len(model) == 1 else [program, model]
+    named: list[Word] = [adapter.name_flag, plan.served] if plan.served else []
+    lines: list[list[Word]] = [*head, *([named] if named else []), *_option_lines(plan.flags)]
     return _command(lines, env=plan.env, notes=plan.notes)
+
+
+def container_launch(cfg: EngineConfig, *, model: str, port: int = CONTAINER_PORT) -> Launch:
+    """What a deployment file's container runs for `cfg`: the entrypoint of the engine's image, the model at its
+    in-container path `model`, the served name, `--host 0.0.0.0 --port PORT` and the flags (production ones:
+    servetune's test settings dropped), every secret as an `EnvRef`."""
+    adapter = adapter_for(cfg.engine)
+    if not adapter.image_program:
+        adapter.image(cfg.version, 0)  # refuses, naming the way out
+    plan = _plan(cfg, production=True, model_path=model, secrets=())
+    program = list(adapter.image_program)
+    args: list[Word] = [
+        *adapter.model_args(plan.model, program),
+        adapter.name_flag,
+        plan.served or cfg.name,
+        *("--host", "0.0.0.0", "--port", str(port)),
+        *plan.flags,
+    ]
+    refs = [w.name for w in (*args, *(v for _, v in plan.env)) if isinstance(w, EnvRef)]
+    return Launch(tuple(program), tuple(args), tuple(plan.env), tuple(dict.fromkeys(refs)), plan.notes)
 
 
 def docker_command(
@@ -92,11 +129,12 @@ def docker_command(
 ) -> Command:
     """`docker run … vllm/vllm-openai:vX.Y.Z MODEL …` for a vLLM (or simulated vLLM) config.
 
-    The tag is pinned from `cfg.version` (`:latest` only when the version is unknown, with a note). The model
-    folder (`host_model_dir`, else `model_path` or `cfg.model` when it is a local path) is bind-mounted read-only
-    at `/models/NAME` and passed as that in-container path; a Hugging Face id is passed as is, with the host's
-    Hugging Face cache mounted. `--ipc=host` (PyTorch's shared memory), the NVIDIA runtime with `gpus`, and
-    `-p PORT:8000`. `production` runs it detached with a restart policy (else `--rm` in the foreground)."""
+    The tag is the adapter's pin of `cfg.version` (the newest release servetune knows, with a note, when the
+    version is unknown). The model folder (`host_model_dir`, else `model_path` or `cfg.model` when it is a local
+    path) is bind-mounted read-only at `/models/NAME` and passed as that in-container path; a Hugging Face id is
+    passed as is, with the host's Hugging Face cache mounted. `--ipc=host` (PyTorch's shared memory), the NVIDIA
+    runtime with `gpus`, and `-p PORT:8000`. `production` runs it detached with a restart policy (else `--rm` in
+    the foreground)."""
     if cfg.engine not in ("vllm", "sim"):
         raise ServetuneError(
             f"docker_command writes vLLM's official image; {cfg.engine} has none here",
@@ -107,39 +145,62 @@ def docker_command(
     plan = _plan(cfg, production=production, model_path=model_path or host_model_dir, secrets=secrets)
     notes = list(plan.notes)
     if image is None:
-        tag = _release(plan.version)
-        image = f"vllm/vllm-openai:v{tag}" if tag else "vllm/vllm-openai:latest"
-        if not tag:
-            notes.append(
-                "the vLLM version is unknown, so the image is vllm/vllm-openai:latest: "
-                "pin the tag of the version you measured (vllm/vllm-openai:vX.Y.Z)"
-            )
+        pinned = adapter_for("vllm").image(plan.version, 1)
+        image = pinned.ref
+        if pinned.guessed:
+            notes.append(f"the image is {image}: {pinned.source}")
     source = host_model_dir or (plan.model if _local_path(plan.model) else None)
     if source:
         name = PurePosixPath(source.rstrip("/")).name or "model"
         inside = f"/models/{name}"
-        mount: list[_Word] = ["-v", f"{source}:{inside}:ro"]
+        mount: list[Word] = ["-v", f"{source}:{inside}:ro"]
     else:
         inside = plan.model  # a Hugging Face id: vLLM downloads it into the mounted cache
         mount = ["-v", "~/.cache/huggingface:/root/.cache/huggingface"]
     served = plan.served or (cfg.name if inside != cfg.name else None)
-    restart: list[list[_Word]] = [["--restart", "unless-stopped"]] if production else []
-    named: list[list[_Word]] = [["--served-model-name", served]] if served else []
-    run: list[list[_Word]] = [
+    restart: list[list[Word]] = [["--restart", "unless-stopped"]] if production else []
+    named: list[list[Word]] = [["--served-model-name", served]] if served else []
+    run: list[list[Word]] = [
         ["docker", "run", "-d" if production else "--rm"],
         ["--name", container_name],
         *restart,
         ["--runtime", "nvidia", "--gpus", str(gpus)],
         ["--ipc=host"],
-        ["-p", f"{port}:8000"],
+        ["-p", f"{port}:{CONTAINER_PORT}"],
         mount,
-        *[["-e", _Ref(v.name, f"{k}=") if isinstance(v, _Ref) else f"{k}={v}"] for k, v in plan.env],
+        *[["-e", EnvRef(v.name, f"{k}=") if isinstance(v, EnvRef) else f"{k}={v}"] for k, v in plan.env],
         [image],
         [inside],
         *named,
         *_option_lines(plan.flags),
     ]
     return _command(run, env=[], notes=tuple(notes))
+
+
+def launch_commands(
+    cfg: EngineConfig,
+    *,
+    gpus: int,
+    image: str | None = None,
+    port: int = 8000,
+    host_model_dir: str | None = None,
+    container_name: str = "vllm",
+) -> tuple[Command, Command | None]:
+    """The commands `plan` and `tune` print for a config on `gpus` GPUs: its serve command and, for vLLM, its
+    `docker run` (given that many GPUs; all of them on CPU, where the count is 0). One call for both, so the same
+    config prints the same lines wherever it is recommended."""
+    serve = serve_command(cfg)
+    if cfg.engine not in ("vllm", "sim"):
+        return serve, None
+    docker = docker_command(
+        cfg,
+        image=image,
+        port=port,
+        host_model_dir=host_model_dir,
+        container_name=container_name,
+        gpus=gpus or "all",
+    )
+    return serve, docker
 
 
 @dataclass(frozen=True)
@@ -150,8 +211,8 @@ class _Plan:
     version: str | None
     model: str
     served: str | None
-    flags: list[_Word]
-    env: list[tuple[str, _Word]]
+    flags: list[Word]
+    env: list[tuple[str, Word]]
     notes: tuple[str, ...]
 
 
@@ -179,18 +240,19 @@ def _plan(cfg: EngineConfig, *, production: bool, model_path: str | None, secret
     model, model_note = _model(cfg.model, model_path)
     if model_note:
         notes.append(model_note)
-    words: list[_Word] = []
+    words: list[Word] = []
     for name, value in flags.items():
-        argv: list[_Word] = list(to_argv(engine, {name: value}, version=version))
-        if argv and isinstance(value, str | list) and is_secret_flag(name, secrets):
-            ref = _Ref(_API_KEY_ENV[engine] if name == "api-key" else name.upper().replace("-", "_"))
-            argv = [str(argv[0]).partition("=")[0], ref]
-            notes.append(f"set {ref.name} in the environment: the value of --{name} is not written here")
-        words += argv
-    env: list[tuple[str, _Word]] = []
+        argv = to_argv(engine, {name: value}, version=version)
+        if argv and is_secret_flag(name, secrets) and (texts := secret_texts(value)):
+            var = secret_env(engine, name.lstrip("-"))
+            words += _referenced(argv, texts, var)
+            notes.append(f"set {var} in the environment: the value of --{name.lstrip('-')} is not written here")
+        else:
+            words += argv
+    env: list[tuple[str, Word]] = []
     for key, value in cfg.env.items():
         if is_secret_name(key, secrets):
-            env.append((key, _Ref(key)))
+            env.append((key, EnvRef(key)))
             notes.append(f"set {key} in the environment: its value is not written here")
         else:
             env.append((key, value))
@@ -198,6 +260,22 @@ def _plan(cfg: EngineConfig, *, production: bool, model_path: str | None, secret
     bundled = _bundled_name(cfg.model)
     served = cfg.served_model_name or bundled or (cfg.model if model != cfg.model else None)
     return _Plan(engine, version, model, served, words, env, tuple(dict.fromkeys(notes)))
+
+
+def _referenced(argv: list[str], texts: list[str], var: str) -> list[Word]:
+    """A secret flag's words with each value replaced by a reference: the first to `var`, the next ones to
+    `var_2`, … (one per key of a list); a `--flag=value` word keeps its form (`--flag=` + the reference)."""
+    refs = {text: var if i == 0 else f"{var}_{i + 1}" for i, text in enumerate(dict.fromkeys(texts))}
+    out: list[Word] = []
+    for word in argv:
+        option, eq, inline = word.partition("=")
+        if eq and option.startswith("-") and inline in refs:
+            out.append(EnvRef(refs[inline], f"{option}="))
+        elif word in refs:
+            out.append(EnvRef(refs[word]))
+        else:
+            out.append(word)
+    return out
 
 
 def _model(model: str, model_path: str | None) -> tuple[str, str | None]:
@@ -234,42 +312,36 @@ def _hf_id(name: str) -> str | None:
     return value if isinstance(value, str) and re.fullmatch(r"[\w.-]+/[\w.-]+", value) else None
 
 
-def _release(version: str | None) -> str | None:
-    """The X.Y.Z release of an engine version (`0.24.0+cpu` → `0.24.0`), the part image tags carry."""
-    m = re.match(r"v?(\d+\.\d+\.\d+)", version or "")
-    return m.group(1) if m else None
-
-
 def _local_path(model: str) -> bool:
     """A host path (mounted into the container) rather than a Hugging Face id (`org/name`)."""
     return model.startswith(("/", "./", "../", "~")) or Path(model).exists()
 
 
-def _option_lines(words: list[_Word]) -> list[list[_Word]]:
+def _option_lines(words: list[Word]) -> list[list[Word]]:
     """Flag words grouped one option (and its values) per line."""
-    lines: list[list[_Word]] = []
+    lines: list[list[Word]] = []
     for word in words:
         starts_option = isinstance(word, str) and word.startswith("-") and not re.match(r"^-\.?\d", word)
-        if starts_option or not lines:
+        if starts_option or not lines or (isinstance(word, EnvRef) and word.prefix.startswith("-")):
             lines.append([word])
         else:
             lines[-1].append(word)
     return lines
 
 
-def _quote(word: _Word) -> str:
+def _quote(word: Word) -> str:
     return (
         f'{shlex.quote(word.prefix) if word.prefix else ""}"${word.name}"'
-        if isinstance(word, _Ref)
+        if isinstance(word, EnvRef)
         else shlex.quote(word)
     )
 
 
-def _plain(word: _Word) -> str:
-    return f"{word.prefix}${word.name}" if isinstance(word, _Ref) else word
+def _plain(word: Word) -> str:
+    return f"{word.prefix}${word.name}" if isinstance(word, EnvRef) else word
 
 
-def _command(lines: list[list[_Word]], *, env: list[tuple[str, _Word]], notes: tuple[str, ...]) -> Command:
+def _command(lines: list[list[Word]], *, env: list[tuple[str, Word]], notes: tuple[str, ...]) -> Command:
     """The Command of grouped words; `env` are `NAME=value` assignments written before the first line (the name
     unquoted, so that the shell reads an assignment)."""
     rendered = [" ".join(_quote(w) for w in line) for line in lines if line]
@@ -280,7 +352,19 @@ def _command(lines: list[list[_Word]], *, env: list[tuple[str, _Word]], notes: t
     return Command(argv=argv, text=" \\\n  ".join(rendered), notes=notes)
 
 
-__all__ = ["DEV_ONLY", "Command", "docker_command", "is_secret_name", "serve_command"]
+__all__ = [
+    "CONTAINER_PORT",
+    "DEV_ONLY",
+    "Command",
+    "EnvRef",
+    "Launch",
+    "Word",
+    "container_launch",
+    "docker_command",
+    "is_secret_name",
+    "launch_commands",
+    "serve_command",
+]
 
 
 _LAUNCHERS: tuple[tuple[tuple[str, ...], str], ...] = (

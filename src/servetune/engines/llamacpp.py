@@ -13,11 +13,9 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-from servetune.engines.adapter import EngineAdapter, installed_version, last_int
-from servetune.engines.config import EngineConfig
+from servetune.engines.adapter import EngineAdapter, Image, installed_version, last_int
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
-from servetune.engines.vocab import to_argv
 from servetune.errors import ServetuneError
 
 _R = {
@@ -102,19 +100,20 @@ class LlamaCppAdapter(EngineAdapter):
     name = "llamacpp"
     progress_patterns = _PROGRESS
 
-    def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
-        return [
-            *llamacpp_command(),
-            "-m",
-            cfg.model,
-            "--alias",
-            cfg.name,
-            "--host",
-            host,
-            "--port",
-            str(port),
-            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
-        ]
+    shell_program: tuple[str, ...] = ("llama-server",)
+    image_program: tuple[str, ...] = ("/app/llama-server",)
+    """The server images' own entrypoint (ghcr.io/ggml-org/llama.cpp:server-*)."""
+    model_flag = "-m"
+    name_flag = "--alias"
+
+    def program(self) -> list[str]:
+        return llamacpp_command()
+
+    def image(self, version: str | None, gpus: int) -> Image:
+        """llama.cpp's server image of the build (`server-b11549`; `server-cuda-b11549` with GPUs)."""
+        return self.pinned(
+            "ghcr.io/ggml-org/llama.cpp", "server-cuda-{release}" if gpus else "server-{release}", version
+        )
 
     def version(self) -> str | None:
         if os.environ.get("SERVETUNE_LLAMA_SERVER"):

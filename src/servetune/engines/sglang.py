@@ -10,11 +10,9 @@ import re
 import sys
 from collections.abc import Sequence
 
-from servetune.engines.adapter import EngineAdapter, installed_version, last_float, last_int
-from servetune.engines.config import EngineConfig
+from servetune.engines.adapter import EngineAdapter, Image, installed_version, last_float, last_int
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
-from servetune.engines.vocab import to_argv
 
 _R = {
     name: re.compile(rx, re.MULTILINE)
@@ -97,21 +95,16 @@ class SglangAdapter(EngineAdapter):
     name = "sglang"
     progress_patterns = _PROGRESS
 
-    def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "sglang.launch_server",
-            "--model-path",
-            cfg.model,
-            "--served-model-name",
-            cfg.name,
-            "--host",
-            host,
-            "--port",
-            str(port),
-            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
-        ]
+    shell_program: tuple[str, ...] = ("python", "-m", "sglang.launch_server")
+    image_program: tuple[str, ...] = ("python3", "-m", "sglang.launch_server")
+    """lmsysorg/sglang's images bring the server as a module of their python3."""
+    model_flag = "--model-path"
+
+    def program(self) -> list[str]:
+        return [sys.executable, "-m", "sglang.launch_server"]
+
+    def image(self, version: str | None, gpus: int) -> Image:
+        return self.pinned("lmsysorg/sglang", "v{release}", version)
 
     def version(self) -> str | None:
         return installed_version("sglang")

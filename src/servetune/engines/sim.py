@@ -7,35 +7,29 @@ failure patterns apply unchanged; only the command differs.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import servetune
+from servetune.engines.adapter import EngineAdapter, Image
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.vllm import VllmAdapter, parse_vllm_log
-from servetune.engines.vocab import to_argv
 
 
 class SimAdapter(VllmAdapter):
-    """The simulator: vLLM's conventions, servetune's process."""
+    """The simulator: vLLM's conventions, servetune's process (no image: a deployment runs the vLLM it imitates)."""
 
     name = "sim"
+    image_program = ()
 
-    def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "servetune",
-            "sim-serve",
-            "--model",
-            cfg.model,
-            "--served-model-name",
-            cfg.name,
-            "--host",
-            host,
-            "--port",
-            str(port),
-            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
-        ]
+    def program(self) -> list[str]:
+        return [sys.executable, "-m", "servetune", "sim-serve"]
+
+    def model_args(self, model: str, program: Sequence[str]) -> list[str]:
+        return ["--model", model]
+
+    def image(self, version: str | None, gpus: int) -> Image:
+        return EngineAdapter.image(self, version, gpus)  # vLLM's image would run vLLM, not the simulator
 
     def env(self, cfg: EngineConfig, host: str) -> dict[str, str]:
         return dict(cfg.env)

@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from servetune.engines.adapter import EngineAdapter, first_int, installed_version, last_float, last_int
+from servetune.engines.adapter import EngineAdapter, Image, first_int, installed_version, last_float, last_int
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
-from servetune.engines.vocab import to_argv
 
 _R = {
     name: re.compile(rx, re.MULTILINE)
@@ -175,21 +174,19 @@ class VllmAdapter(EngineAdapter):
 
     name = "vllm"
     progress_patterns = _PROGRESS
+    shell_program: tuple[str, ...] = ("vllm", "serve")
+    image_program: tuple[str, ...] = ("vllm", "serve")
+    """vllm/vllm-openai's own entrypoint."""
 
-    def argv(self, cfg: EngineConfig, host: str, port: int) -> list[str]:
-        cmd = vllm_command()
-        model = ["--model", cfg.model] if cmd[-1] != "serve" else [cfg.model]
-        return [
-            *cmd,
-            *model,
-            "--served-model-name",
-            cfg.name,
-            "--host",
-            host,
-            "--port",
-            str(port),
-            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
-        ]
+    def program(self) -> list[str]:
+        return vllm_command()
+
+    def model_args(self, model: str, program: Sequence[str]) -> list[str]:
+        """`vllm serve MODEL`; the API server module takes `--model MODEL`."""
+        return [model] if program[-1] == "serve" else ["--model", model]
+
+    def image(self, version: str | None, gpus: int) -> Image:
+        return self.pinned("vllm/vllm-openai", "v{release}", version)
 
     def env(self, cfg: EngineConfig, host: str) -> dict[str, str]:
         """Defaults that make a local launch work offline and on CPU; anything in cfg.env wins."""

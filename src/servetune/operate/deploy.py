@@ -2,27 +2,39 @@
 
 Inputs come from a tuning folder (its winner and what was measured of it), an engine config file, or a plan
 (`servetune plan --json`, the seed systems in examples/plans): then the numbers are the planner's, and say so.
-Every file states where each number came from; secrets are never written (`VLLM_API_KEY` and secret-looking
-environment variables come from the environment, a Secret or an EnvironmentFile).
+Every file states where each number came from.
+
+What a container runs is asked of the one builder of command lines (`servetune.engines.commands.container_launch`:
+the engine's own image entrypoint, pinned image, model argument), so compose and Kubernetes run the engine itself
+(llama.cpp: its server and the GGUF file; SGLang: its image and module). Secrets are never written: a secret flag
+or environment variable becomes a reference to an environment variable — `${VAR}` in compose (from the
+environment or `.env`), a Secret's key (`secretKeyRef`, `$(VAR)` in the arguments) in Kubernetes, the unit's
+EnvironmentFile for systemd. No input can add a line or a key: YAML is written by a YAML dumper, every literal `$`
+is escaped for compose and Kubernetes, systemd values are quoted per systemd.syntax, and text from a tuning
+folder that ends up in a comment is kept on one line.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import shlex
-from pathlib import Path
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from servetune.engines.config import EngineConfig
+from servetune.engines.adapter import Image
+from servetune.engines.commands import CONTAINER_PORT, EnvRef, Launch, Word, container_launch
+from servetune.engines.config import SECRET_ENV, EngineConfig, secret_env
+from servetune.engines.models import resolve_model
+from servetune.engines.registry import adapter_for
+from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.operate import alerts, proxy
-from servetune.operate.commands import engine_args
 from servetune.operate.evidence import Evidence
-from servetune.operate.secrets import SECRET_FLAGS, is_secret_name
 from servetune.operate.sizing import (
     PROBE_PERIOD_S,
     Sized,
@@ -32,18 +44,44 @@ from servetune.operate.sizing import (
     startup_budget,
 )
 from servetune.operate.source import load_source
+from servetune.secrets import is_secret_flag, is_secret_name, secret_texts
 
 TARGETS = ("compose", "kubernetes", "systemd")
-ENGINE_PORT = 8000
+ENGINES = ("vllm", "llamacpp", "sglang")
+"""The engines deploy writes files for (each has an official server image)."""
+ENGINE_PORT = CONTAINER_PORT
 PROXY_PORT = 8000
 CONTROL_PORT = 9400
 DRAIN_S = 30
 SHM = "16g"
 """/dev/shm for vLLM's worker processes (tensor parallel shares tensors through it; Docker's 64 MiB is too small)."""
 IMAGES = {"prometheus": "prom/prometheus:v2.53.0", "grafana": "grafana/grafana:11.1.0", "nginx": "nginx:1.27"}
-LLAMACPP_IMAGE = "ghcr.io/ggml-org/llama.cpp:server"
 DEFAULT_COLD_START = Sized(value=300, source="no cold start measured: servetune's default (measure one with tune)")
-API_KEY_ENV = {"vllm": "VLLM_API_KEY", "llamacpp": "LLAMA_API_KEY", "sglang": "SGLANG_API_KEY"}
+MAX_COLD_START_S = 86_400.0
+"""A cold start longer than a day is a typo (or 1e308): the startup budgets derived from it would be meaningless."""
+NAME = re.compile(r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?")
+"""A deployment name: a DNS label (Kubernetes object names), also a safe unit and folder name."""
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+UNIT_WORD = re.compile(r"[A-Za-z0-9_@+=:,./-]+")
+"""A systemd command-line word that needs no quoting."""
+
+
+def parse_targets(values: Iterable[str]) -> tuple[str, ...]:
+    """The targets of `--target` values: each a target, `all`, or a comma-separated list of them; a repeated
+    `--target` adds to the list (the order of TARGETS, each once). None given means all."""
+    chosen: set[str] = set()
+    given = [part.strip() for value in values for part in value.split(",")]
+    for name in given:
+        if name == "all":
+            chosen |= set(TARGETS)
+        elif name in TARGETS:
+            chosen.add(name)
+        else:
+            raise ServetuneError(
+                f"unknown --target {name!r}",
+                f"use {', '.join(TARGETS)} or all, one per --target or comma-separated (--target compose,systemd)",
+            )
+    return tuple(t for t in TARGETS if t in chosen) if given else TARGETS
 
 
 class DeployInputs(BaseModel):
@@ -59,7 +97,10 @@ class DeployInputs(BaseModel):
     longest_request: Sized
     max_model_len: Sized
     max_concurrency: Sized | None = None
-    image: str
+    image: Image
+    given_model: str
+    """The model as the source names it: a path on the target host, or `tiny` (servetune resolves it where it
+    runs); `cfg.model` is the file it resolves to here, which names the file inside a container."""
 
     @classmethod
     def from_path(
@@ -73,40 +114,44 @@ class DeployInputs(BaseModel):
         cold_start_source: str | None = None,
         slos: dict[str, float] | None = None,
     ) -> DeployInputs:
-        if not name.replace("-", "").isalnum() or not name[0].isalpha() or name != name.lower() or len(name) > 40:
+        if not NAME.fullmatch(name):
             raise ServetuneError(
-                f"bad deployment name {name!r}", "use lowercase letters, digits and '-', starting with a letter"
+                f"bad deployment name {name!r}",
+                "use at most 40 lowercase letters, digits and '-', starting with a letter, e.g. --name qwen-chat",
             )
         if path.suffix == ".json" and path.is_file() and "serve_flags" in path.read_text(errors="replace")[:200_000]:
             src_cfg, evidence, planned = _from_plan(path)
         else:
             src = load_source(path, resolve=False)
             src_cfg, evidence, planned = src.cfg, src.evidence, {}
+        cfg = _deployable(resolve_model(src_cfg), str(path))
+        evidence = _one_line_data(evidence)
         if cold_start_s is not None:
-            if not (math.isfinite(cold_start_s) and cold_start_s > 0):
-                raise ServetuneError(f"--cold-start-s must be a positive number, got {cold_start_s}")
-            cold = Sized(value=cold_start_s, source=cold_start_source or "--cold-start-s")
+            cold = Sized(value=_cold_start(cold_start_s), source=_given_text(cold_start_source, "--cold-start-source"))
         else:
             cold = evidence.cold_start() or DEFAULT_COLD_START
-        mml = evidence.max_model_len or _flag_len(src_cfg) or Sized(value=4096, source="no max_model_len known")
+        mml = evidence.max_model_len or _flag_len(cfg) or Sized(value=4096, source="no max_model_len known")
         longest = evidence.longest_request or planned.get("longest") or Sized(value=150, source="nothing measured")
-        version = src_cfg.version or planned.get("version")
-        image = f"vllm/vllm-openai:v{version}" if version else "vllm/vllm-openai:latest"
-        if src_cfg.engine == "llamacpp":
-            image = LLAMACPP_IMAGE
+        version = cfg.version or planned.get("version")
+        count = gpus or evidence.gpu_count
+        gpu_name = gpu or evidence.gpu
         return cls(
             name=name,
-            cfg=src_cfg,
-            evidence=evidence.model_copy(
-                update={"gpu": gpu or evidence.gpu, "slos": {**evidence.slos, **(slos or {})}}
-            ),
-            gpus=gpus or evidence.gpu_count,
+            cfg=cfg.model_copy(update={"version": version}),
+            evidence=evidence.model_copy(update={"gpu": gpu_name, "slos": {**evidence.slos, **(slos or {})}}),
+            gpus=count,
             cold_start=cold,
             longest_request=longest,
             max_model_len=mml,
             max_concurrency=evidence.max_concurrency or planned.get("concurrency"),
-            image=image,
+            image=adapter_for(cfg.engine).image(version, count if gpu_name or count > 1 else 0),
+            given_model=src_cfg.model,
         )
+
+    @property
+    def on_gpus(self) -> bool:
+        """Whether the files reserve GPUs (a GPU type is known, or more than one is asked for)."""
+        return bool(self.evidence.gpu) or self.gpus > 1
 
     # ---- derived numbers (one place) ------------------------------------------------------------------------
     def alert_inputs(self, supervised: bool) -> alerts.AlertInputs:
@@ -139,6 +184,7 @@ class DeployInputs(BaseModel):
         s = self.proxy_settings("x")
         return {
             "origin": self.evidence.origin,
+            "image": f"{self.image.ref} = {self.image.source}",
             "startup budget": f"{self.startup().int} s = {self.startup().source}",
             "liveness deadline": f"{self.liveness().value:g} s = {self.liveness().source}",
             "read timeout": f"{s.read_timeout.int} s = {s.read_timeout.source}",
@@ -146,24 +192,104 @@ class DeployInputs(BaseModel):
         }
 
 
+def _deployable(cfg: EngineConfig, where: str) -> EngineConfig:
+    """The config with its flags under the engines' canonical names (so an alias such as llama.cpp's `-hft` is
+    known for the secret it is), refused when deploy cannot run its engine or its environment has a name no
+    file can carry."""
+    if cfg.engine not in ENGINES:
+        raise ServetuneError(
+            f"{where}: deploy writes files for {', '.join(ENGINES)}, not {cfg.engine}",
+            "deploy the vLLM config a simulated one imitates (engine: vllm, its flags without the simulator's)"
+            if cfg.engine == "sim"
+            else f"give a config of one of: {', '.join(ENGINES)}",
+        )
+    for key in cfg.env:
+        if not ENV_NAME.fullmatch(key):
+            raise ServetuneError(
+                f"{where}: environment variable name {key!r} is not a shell name",
+                "use letters, digits and '_', not starting with a digit (e.g. VLLM_LOGGING_LEVEL)",
+            )
+    if cfg.engine == "llamacpp" and not cfg.model.endswith(".gguf"):
+        raise ServetuneError(
+            f"{where}: llama.cpp serves a GGUF file, and the model {cfg.model!r} is not one",
+            "point model: at the .gguf file (or use `tiny`, servetune's tiny model)",
+        )
+    flags = normalize_flags(cfg.engine, cfg.flags, version=cfg.version, allow_unknown=True)
+    return cfg.model_copy(update={"flags": flags})
+
+
+def _cold_start(value: float) -> float:
+    if not (math.isfinite(value) and 0 < value <= MAX_COLD_START_S):
+        raise ServetuneError(
+            f"--cold-start-s must be a number of seconds above 0 and at most {MAX_COLD_START_S:.0f} (a day), "
+            f"got {value:g}",
+            "give the measured cold start in seconds, e.g. --cold-start-s 251",
+        )
+    return value
+
+
+def _given_text(text: str | None, option: str) -> str:
+    """A text the user typed that a file repeats in a comment: one printable line, or refused."""
+    if text is None:
+        return "--cold-start-s"
+    if not text.isprintable() or len(text) > 500:
+        raise ServetuneError(
+            f"{option} must be one line of printable text (at most 500 characters), got {text[:60]!r}",
+            f"write where the number came from on one line, e.g. {option} 'measured on the H200, 2026-11-30'",
+        )
+    return text
+
+
+def _one_line(text: str) -> str:
+    """`text` with every line break and control character written as its escape (`\\n`), so it stays one line of
+    a comment in any file (YAML, nginx, systemd also break lines at U+0085, U+2028, U+2029)."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
+def _one_line_data(evidence: Evidence) -> Evidence:
+    """Evidence from a tuning folder with every text on one line (a variant name may hold a newline)."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return _one_line(value)
+        if isinstance(value, dict):
+            return {walk(k): walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return Evidence.model_validate(walk(evidence.model_dump()))
+
+
 def _flag_len(cfg: EngineConfig) -> Sized | None:
-    for key in ("max-model-len", "ctx-size"):
+    for key in ("max-model-len", "ctx-size", "context-length"):
         value = cfg.flags.get(key)
-        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-            return Sized(value=int(value), source=f"the config's --{key}")
+        if isinstance(value, int) and value > 0:
+            return Sized(value=value, source=f"the config's --{key}")
     return None
 
 
 def _from_plan(path: Path) -> tuple[EngineConfig, Evidence, dict[str, Any]]:
     """A `servetune plan --json` file: the planned config and the planner's numbers (estimates, said so)."""
+    where = f"planner estimate in {path.name} (not measured)"
     try:
         plan = json.loads(path.read_text())
         flags = dict(plan["serve_flags"])
         speeds = {s["name"]: s for s in plan.get("speeds", [])}
-    except (ValueError, KeyError, TypeError) as err:
-        raise ServetuneError(f"{path} is not a `servetune plan --json` file: {err}") from err
-    where = f"planner estimate in {path.name} (not measured)"
-    max_len = int(plan["max_model_len"])
+        max_len = int(plan["max_model_len"])
+        model = str(plan["model"])
+        concurrency = float(plan["max_concurrency"])
+        gpu_count = int(plan.get("num_gpus") or 1)
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ServetuneError(
+            f"{path} is not a `servetune plan --json` file: {type(err).__name__}: {err}",
+            "write one with `servetune plan MODEL --gpu GPU --json > plan.json`",
+        ) from err
+    if not (max_len > 0 and math.isfinite(concurrency) and concurrency >= 0 and gpu_count >= 1):
+        raise ServetuneError(
+            f"{path}: max_model_len {max_len}, max_concurrency {concurrency:g}, num_gpus {gpu_count} are not a plan's",
+            "write the plan again with `servetune plan … --json`",
+        )
     prefill = next((s for n, s in speeds.items() if n.startswith("prefill") and f"{max_len:,}" in n), None)
     decode = next((s for n, s in speeds.items() if n.startswith("decode, 1 stream") and f"{max_len:,}" in n), None)
     planned: dict[str, Any] = {"version": plan.get("vllm_version")}
@@ -175,72 +301,67 @@ def _from_plan(path: Path) -> tuple[EngineConfig, Evidence, dict[str, Any]]:
             source=f"{where}: prefill of {max_len:,} tokens {prefill['expected']:.3g} s + {out} output tokens at "
             f"{decode['expected']:.3g} tok/s",
         )
-    planned["concurrency"] = Sized(value=round(plan["max_concurrency"], 2), source=f"{where}: KV cache capacity")
-    cfg = EngineConfig(engine="vllm", model=f"/models/{plan['model']}", served_model_name=plan["model"], flags=flags)
+    planned["concurrency"] = Sized(value=round(concurrency, 2), source=f"{where}: KV cache capacity")
+    name = PurePosixPath(model).name or "model"
+    cfg = EngineConfig(engine="vllm", model=f"/models/{name}", served_model_name=model, flags=flags)
     evidence = Evidence(
         origin=f"plan {path.name}",
         max_model_len=Sized(value=max_len, source=f"{where}"),
         gpu=str(plan.get("gpu")),
-        gpu_count=int(plan.get("num_gpus") or 1),
+        gpu_count=gpu_count,
     )
     return cfg, evidence, planned
 
 
 # ---- helpers shared by the targets ------------------------------------------------------------------------------
-def _public_flags(cfg: EngineConfig) -> EngineConfig:
-    """The config without secrets: api-key flags go (the engine reads its key from the environment)."""
-    flags = {k: v for k, v in cfg.flags.items() if k.lstrip("-") not in SECRET_FLAGS}
-    return cfg.model_copy(update={"flags": flags})
+def _model_mount(inp: DeployInputs) -> tuple[str, str, str]:
+    """(host path, in-container mount point, the model argument inside): llama.cpp's GGUF file has its folder
+    mounted at /models and is named in it; a model folder is mounted at /models/NAME. The host path is the
+    source's own when it gives an absolute one, else ./models (next to the compose file)."""
+    path, given = PurePosixPath(inp.cfg.model), PurePosixPath(inp.given_model)
+    if inp.cfg.engine == "llamacpp":
+        return (str(given.parent) if given.is_absolute() else "./models"), "/models", f"/models/{path.name}"
+    inside = f"/models/{path.name or 'model'}"
+    return (str(given) if given.is_absolute() else f"./models/{path.name}"), inside, inside
 
 
-def _env(cfg: EngineConfig) -> tuple[dict[str, str], list[str]]:
-    """(literal env, names that must come from a secret) — secret values are never written."""
-    literal = {k: v for k, v in cfg.env.items() if not is_secret_name(k)}
-    secret = sorted(k for k in cfg.env if is_secret_name(k))
-    if any(k.lstrip("-") in SECRET_FLAGS for k in cfg.flags):
-        secret.append(API_KEY_ENV.get(cfg.engine, "VLLM_API_KEY"))
-    return literal, secret
+def _launch(inp: DeployInputs) -> Launch:
+    return container_launch(inp.cfg, model=_model_mount(inp)[2], port=ENGINE_PORT)
 
 
-def _container_cfg(inp: DeployInputs) -> EngineConfig:
-    cfg = _public_flags(inp.cfg)
-    if cfg.engine == "llamacpp":
-        return cfg.model_copy(update={"model": f"/models/{Path(cfg.model).name}"})
-    return cfg
+def _literal_env(cfg: EngineConfig) -> dict[str, str]:
+    return {k: v for k, v in cfg.env.items() if not is_secret_name(k)}
 
 
-def _program(cfg: EngineConfig) -> list[str]:
-    return ["python3", "-m", "vllm.entrypoints.openai.api_server"] if cfg.engine == "vllm" else ["/app/llama-server"]
+def _key_var(cfg: EngineConfig) -> str | None:
+    """The variable the liveness probe reads the engine's API key from (None: the config sets no key)."""
+    return secret_env(cfg.engine, "api-key") if cfg.flags.get("api-key") else None
 
 
 def _liveness_command(cfg: EngineConfig, deadline: Sized) -> list[str]:
-    """A real one-token generation with a deadline, as a container probe command."""
+    """A real one-token generation with a deadline, as a container probe command (the request body its last
+    argument; the key, when the engine demands one, read from the container's environment)."""
     body = json.dumps({"model": cfg.name, "prompt": "ping", "max_tokens": 1, "temperature": 0})
+    url = f"http://127.0.0.1:{ENGINE_PORT}/v1/completions"
+    var = _key_var(cfg)
     if cfg.engine == "llamacpp":  # the llama.cpp image has curl, not python
-        return [
-            "curl",
-            "-sf",
-            "-m",
-            f"{deadline.int}",
-            "-H",
-            "Content-Type: application/json",
-            "-d",
-            body,
-            f"http://127.0.0.1:{ENGINE_PORT}/v1/completions",
-        ]
+        auth = f'-H "Authorization: Bearer ${var}" ' if var else ""
+        script = f"curl -sf -m {deadline.int} -H 'Content-Type: application/json' {auth}-d \"$0\" {url}"
+        return ["sh", "-c", script, body]
+    key = f"h['Authorization']='Bearer '+os.environ[{var!r}];" if var else ""
     code = (
         "import json,os,sys,urllib.request as u;"
-        f"h={{'Content-Type':'application/json'}};k=os.environ.get('{API_KEY_ENV['vllm']}');"
-        "k and h.update(Authorization='Bearer '+k);"
-        f"r=u.Request('http://127.0.0.1:{ENGINE_PORT}/v1/completions',data={body!r}.encode(),headers=h);"
+        f"h={{'Content-Type':'application/json'}};{key}"
+        f"r=u.Request({url!r},data=sys.argv[1].encode(),headers=h);"
         f"sys.exit(0 if json.load(u.urlopen(r,timeout={deadline.value:g})).get('choices') else 1)"
     )
-    return ["python3", "-c", code]
+    return ["python3", "-c", code, body]
 
 
-def _header(inp: DeployInputs, what: str) -> str:
+def _header(inp: DeployInputs, what: str, extra: Sequence[str] = ()) -> str:
     lines = [f"# {what} written by `servetune deploy` (servetune.operate.deploy). Where each number came from:"]
-    lines += [f"#   {k}: {v}" for k, v in inp.sources().items()]
+    lines += [f"#   {_one_line(k)}: {_one_line(v)}" for k, v in inp.sources().items()]
+    lines += [f"#   {_one_line(e)}" for e in extra]
     return "\n".join(lines) + "\n"
 
 
@@ -252,29 +373,45 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's safe dumper without anchors and aliases (`&id001`): each value is written where it is used."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def _dump(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=200)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=200)
 
 
 # ---- compose ----------------------------------------------------------------------------------------------------
+def _compose_value(value: Any) -> Any:
+    """A compose value with every literal `$` escaped (`$$`: compose interpolates all of them) and every secret
+    reference written `${VAR:?…}` (compose stops with that message when the variable is unset)."""
+    if isinstance(value, EnvRef):
+        return f"{value.prefix.replace('$', '$$')}${{{value.name}:?set {value.name} in the environment or .env}}"
+    if isinstance(value, str):
+        return value.replace("$", "$$")
+    if isinstance(value, dict):
+        return {k: _compose_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_compose_value(v) for v in value]
+    return value
+
+
 def compose(inp: DeployInputs, dest: Path) -> list[Path]:
-    cfg = _container_cfg(inp)
-    literal, secret = _env(inp.cfg)
-    env: dict[str, str] = {**literal, **{k: f"${{{k}:?set {k} in the environment or .env}}" for k in secret}}
-    model_dir = cfg.model if cfg.engine != "llamacpp" else str(Path(cfg.model).parent)
-    host_dir = inp.cfg.model if Path(inp.cfg.model).is_absolute() else f"./models/{Path(cfg.model).name}"
-    if cfg.engine == "llamacpp":
-        host_dir = str(Path(host_dir).parent) if host_dir.endswith(".gguf") else host_dir
+    launch = _launch(inp)
+    host_dir, mount, _ = _model_mount(inp)
+    env: dict[str, Word] = {**dict(launch.env), **{k: EnvRef(k) for k in launch.secrets}}
     startup, deadline = inp.startup(), inp.liveness()
     engine: dict[str, Any] = {
-        "image": inp.image,
-        "entrypoint": _program(cfg),
-        "command": engine_args(cfg, "0.0.0.0", ENGINE_PORT),
-        "volumes": [f"${{MODEL_DIR:-{host_dir}}}:{model_dir}:ro"],
+        "image": inp.image.ref,
+        "entrypoint": list(launch.program),
+        "command": list(launch.args),
         "shm_size": SHM,
         "ports": [f"{PROXY_PORT}:80"],  # nginx runs in this service's network namespace
         "healthcheck": {
-            "test": ["CMD", *_liveness_command(cfg, deadline)],
+            "test": ["CMD", *_liveness_command(inp.cfg, deadline)],
             "interval": f"{PROBE_PERIOD_S * 3}s",
             "timeout": f"{deadline.int}s",
             "retries": 2,
@@ -285,50 +422,59 @@ def compose(inp: DeployInputs, dest: Path) -> list[Path]:
     }
     if env:
         engine["environment"] = env
-    if inp.evidence.gpu or inp.gpus > 1:
+    if inp.on_gpus:
         engine["deploy"] = {
             "resources": {
                 "reservations": {"devices": [{"driver": "nvidia", "count": inp.gpus, "capabilities": ["gpu"]}]}
             }
         }
-    doc = {
-        "name": inp.name,
-        "x-servetune-sources": inp.sources(),
-        "services": {
-            "engine": engine,
-            "proxy": {
-                "image": IMAGES["nginx"],
-                "network_mode": "service:engine",
-                "volumes": ["./nginx.conf:/etc/nginx/nginx.conf:ro"],
-                "depends_on": {"engine": {"condition": "service_healthy"}},
-                "restart": "unless-stopped",
-                "stop_grace_period": f"{DRAIN_S + 5}s",
+    doc = _compose_value(
+        {
+            "name": inp.name,
+            "x-servetune-sources": inp.sources(),
+            "services": {
+                "engine": engine,
+                "proxy": {
+                    "image": IMAGES["nginx"],
+                    "network_mode": "service:engine",
+                    "volumes": ["./nginx.conf:/etc/nginx/nginx.conf:ro"],
+                    "depends_on": {"engine": {"condition": "service_healthy"}},
+                    "restart": "unless-stopped",
+                    "stop_grace_period": f"{DRAIN_S + 5}s",
+                },
+                "prometheus": {
+                    "image": IMAGES["prometheus"],
+                    "volumes": [
+                        "./prometheus.yml:/etc/prometheus/prometheus.yml:ro",
+                        "./alerts.yml:/etc/prometheus/alerts.yml:ro",
+                    ],
+                    "ports": ["9090:9090"],
+                    "restart": "unless-stopped",
+                },
+                "grafana": {
+                    "image": IMAGES["grafana"],
+                    "volumes": [
+                        "./grafana/provisioning:/etc/grafana/provisioning:ro",
+                        "./grafana/dashboards:/var/lib/grafana/dashboards:ro",
+                    ],
+                    "ports": ["3000:3000"],
+                    "depends_on": ["prometheus"],
+                    "restart": "unless-stopped",
+                },
             },
-            "prometheus": {
-                "image": IMAGES["prometheus"],
-                "volumes": [
-                    "./prometheus.yml:/etc/prometheus/prometheus.yml:ro",
-                    "./alerts.yml:/etc/prometheus/alerts.yml:ro",
-                ],
-                "ports": ["9090:9090"],
-                "restart": "unless-stopped",
-            },
-            "grafana": {
-                "image": IMAGES["grafana"],
-                "volumes": [
-                    "./grafana/provisioning:/etc/grafana/provisioning:ro",
-                    "./grafana/dashboards:/var/lib/grafana/dashboards:ro",
-                ],
-                "ports": ["3000:3000"],
-                "depends_on": ["prometheus"],
-                "restart": "unless-stopped",
-            },
-        },
-    }
+        }
+    )
+    # The model folder on the host: `MODEL_DIR` overrides the default (a literal `$` in the path stays escaped).
+    source = f"${{MODEL_DIR:-{host_dir.replace('$', '$$')}}}"
+    doc["services"]["engine"]["volumes"] = [{"type": "bind", "source": source, "target": mount, "read_only": True}]
     settings = inp.proxy_settings("80")
     ai = inp.alert_inputs(supervised=False)
+    secrets = [*launch.secrets, "MODEL_DIR (optional: the model folder on the host)"]
     return [
-        _write(dest / "compose.yaml", _header(inp, "docker compose file") + _dump(doc)),
+        _write(
+            dest / "compose.yaml",
+            _header(inp, "docker compose file", [f"from the environment or .env: {', '.join(secrets)}"]) + _dump(doc),
+        ),
         _write(
             dest / "nginx.conf",
             proxy.render(settings, {"main": f"127.0.0.1:{ENGINE_PORT}"}, sources=inp.sources()),
@@ -365,26 +511,34 @@ def compose(inp: DeployInputs, dest: Path) -> list[Path]:
 
 
 # ---- kubernetes -------------------------------------------------------------------------------------------------
+def _k8s_word(word: Word) -> str:
+    """A container command word: a literal `$(` escaped (`$$(`: the kubelet expands `$(VAR)`), a secret reference
+    as `$(VAR)`, which the kubelet fills from the container's environment (a Secret's key)."""
+    if isinstance(word, EnvRef):
+        return f"{word.prefix.replace('$(', '$$(')}$({word.name})"
+    return word.replace("$(", "$$(")
+
+
 def kubernetes(inp: DeployInputs, dest: Path) -> list[Path]:
-    cfg = _container_cfg(inp)
-    literal, secret = _env(inp.cfg)
+    launch = _launch(inp)
     labels = {"app.kubernetes.io/name": inp.name, "app.kubernetes.io/managed-by": "servetune"}
     startup, deadline = inp.startup(), inp.liveness()
-    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in literal.items()]
+    secret_name = f"{inp.name}-secrets"
+    env: list[dict[str, Any]] = [{"name": k, "value": _k8s_word(v)} for k, v in launch.env if not isinstance(v, EnvRef)]
     env += [
-        {"name": k, "valueFrom": {"secretKeyRef": {"name": f"{inp.name}-secrets", "key": k.lower().replace("_", "-")}}}
-        for k in secret
+        {"name": k, "valueFrom": {"secretKeyRef": {"name": secret_name, "key": k.lower().replace("_", "-")}}}
+        for k in launch.secrets
     ]
-    model_mount = cfg.model if cfg.engine != "llamacpp" else str(Path(cfg.model).parent)
+    _, mount, _ = _model_mount(inp)
     container: dict[str, Any] = {
         "name": "engine",
-        "image": inp.image,
-        "command": _program(cfg),
-        "args": engine_args(cfg, "0.0.0.0", ENGINE_PORT),
+        "image": inp.image.ref,
+        "command": [_k8s_word(w) for w in launch.program],
+        "args": [_k8s_word(w) for w in launch.args],
         "ports": [{"name": "http", "containerPort": ENGINE_PORT}],
         "volumeMounts": [
             {"name": "shm", "mountPath": "/dev/shm"},
-            {"name": "model", "mountPath": model_mount, "readOnly": True},
+            {"name": "model", "mountPath": mount, "readOnly": True},
         ],
         "startupProbe": {
             "httpGet": {"path": "/health", "port": "http"},
@@ -393,13 +547,13 @@ def kubernetes(inp: DeployInputs, dest: Path) -> list[Path]:
             "failureThreshold": math.ceil(startup.value / PROBE_PERIOD_S),
         },
         "readinessProbe": {
-            "httpGet": {"path": "/v1/models", "port": "http"},
+            "httpGet": {"path": "/health", "port": "http"},
             "periodSeconds": PROBE_PERIOD_S,
             "timeoutSeconds": 5,
             "failureThreshold": 3,
         },
         "livenessProbe": {
-            "exec": {"command": _liveness_command(cfg, deadline)},
+            "exec": {"command": _liveness_command(inp.cfg, deadline)},
             "periodSeconds": PROBE_PERIOD_S * 3,
             "timeoutSeconds": deadline.int,
             "failureThreshold": 2,
@@ -408,7 +562,7 @@ def kubernetes(inp: DeployInputs, dest: Path) -> list[Path]:
     }
     if env:
         container["env"] = env
-    if inp.evidence.gpu or inp.gpus > 1:
+    if inp.on_gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": inp.gpus}, "requests": {"nvidia.com/gpu": inp.gpus}}
     meta = {"name": inp.name, "labels": labels}
     docs: list[dict[str, Any]] = [
@@ -446,7 +600,7 @@ def kubernetes(inp: DeployInputs, dest: Path) -> list[Path]:
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
             "metadata": meta,
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": labels}},
         },
         {
             "apiVersion": "v1",
@@ -458,21 +612,65 @@ def kubernetes(inp: DeployInputs, dest: Path) -> list[Path]:
             },
         },
     ]
-    head = _header(inp, "Kubernetes manifests") + (
-        f"#   startupProbe: {math.ceil(startup.value / PROBE_PERIOD_S)} x {PROBE_PERIOD_S} s = {startup.int} s "
-        "before the kubelet gives up (a guessed initialDelaySeconds kills the pod mid-load)\n"
-        "#   PodDisruptionBudget minAvailable 1: a node drain waits for an operator instead of costing a cold start\n"
-    )
-    text = head + "\n---\n".join(_dump(d) for d in docs)
+    notes = [
+        f"startupProbe: {math.ceil(startup.value / PROBE_PERIOD_S)} x {PROBE_PERIOD_S} s = {startup.int} s before the "
+        "kubelet gives up (a guessed initialDelaySeconds kills the pod mid-load)",
+        "PodDisruptionBudget maxUnavailable 1: a node drain may evict one pod at a time (with one replica the drain "
+        "proceeds and costs one cold start; a budget that requires the only pod would block every drain)",
+        f"PersistentVolumeClaim {inp.name}-models holds the model (mounted read-only at {mount})",
+    ]
+    if launch.secrets:
+        keys = ", ".join(f"{k.lower().replace('_', '-')}" for k in launch.secrets)
+        notes.append(f"Secret {secret_name} (create it first) holds the keys {keys}")
+    text = _header(inp, "Kubernetes manifests", notes) + "\n---\n".join(_dump(d) for d in docs)
     return [_write(dest / f"{inp.name}.yaml", text)]
 
 
 # ---- systemd ----------------------------------------------------------------------------------------------------
+def _unit_word(word: str) -> str:
+    """One word of a systemd command line, quoted per systemd.syntax: `$` and `%` doubled (no variable or
+    specifier expansion), a word with other characters in double quotes with `\\` and `"` escaped."""
+    if not word.isprintable():
+        raise ServetuneError(
+            f"a systemd command-line word holds a line break or control character: {word[:60]!r}",
+            "remove it from the config (model path, served name or flag value)",
+        )
+    escaped = word.replace("$", "$$").replace("%", "%%")
+    if UNIT_WORD.fullmatch(word):
+        return escaped
+    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _unit_comment(text: str) -> str:
+    """A comment line of a unit: one line, and never ending in `\\` (systemd would join the next line to it)."""
+    line = _one_line(text)
+    return f"# {line}." if line.endswith("\\") else f"# {line}"
+
+
+def _systemd_secrets(cfg: EngineConfig) -> tuple[EngineConfig, list[str]]:
+    """The config without its secret flags, and the variables the EnvironmentFile must set: the engine reads
+    each secret flag's value from its own variable (`SECRET_ENV`); a secret flag it has none for cannot be
+    given to it without writing the value, so it is refused."""
+    own = SECRET_ENV.get(cfg.engine, {})
+    secret_flags = [k for k, v in cfg.flags.items() if is_secret_flag(k) and secret_texts(v)]
+    cannot = [k for k in secret_flags if k not in own]
+    if cannot:
+        raise ServetuneError(
+            f"the systemd target cannot pass {', '.join('--' + k for k in cannot)} to {cfg.engine} without writing "
+            "its value (the engine reads it from no environment variable)",
+            "deploy with --target compose or kubernetes (they take it from the environment or a Secret), or drop "
+            "the flag from the config",
+        )
+    variables = [own[k] for k in secret_flags] + sorted(k for k in cfg.env if is_secret_name(k))
+    flags = {k: v for k, v in cfg.flags.items() if k not in secret_flags}
+    env = _literal_env(cfg)
+    return cfg.model_copy(update={"flags": flags, "env": env}), list(dict.fromkeys(variables))
+
+
 def systemd(inp: DeployInputs, dest: Path) -> list[Path]:
-    cfg = _public_flags(inp.cfg)
-    literal, secret = _env(inp.cfg)
+    cfg, secret = _systemd_secrets(inp.cfg.model_copy(update={"model": inp.given_model}))
     conf_dir, state_dir = f"/etc/servetune/{inp.name}", f"/var/lib/servetune/{inp.name}"
-    engine_yaml = {**cfg.model_dump(mode="json", exclude_none=True), "env": literal}
+    engine_yaml = cfg.model_dump(mode="json", exclude_none=True)
     startup, deadline = inp.startup(), inp.liveness()
     settings = inp.proxy_settings("x")
     exec_start = [
@@ -483,10 +681,11 @@ def systemd(inp: DeployInputs, dest: Path) -> list[Path]:
         *("--startup-timeout", str(startup.int), "--liveness-deadline", f"{deadline.value:g}"),
         *("--read-timeout", str(settings.read_timeout.int), "--drain", str(DRAIN_S)),
     ]
+    head = [_unit_comment(line[2:]) for line in _header(inp, "systemd unit").splitlines()]
     unit = [
-        _header(inp, "systemd unit").rstrip("\n"),
+        *head,
         "[Unit]",
-        f"Description=servetune serve {inp.name}: {cfg.engine} {cfg.name} behind nginx",
+        f"Description=servetune serve {inp.name} ({cfg.engine}, behind nginx)",
         "After=network-online.target",
         "Wants=network-online.target",
         "",
@@ -494,9 +693,11 @@ def systemd(inp: DeployInputs, dest: Path) -> list[Path]:
         "Type=simple",
         "User=servetune",
         f"WorkingDirectory={state_dir}",
-        f"# Secrets ({', '.join(secret) or 'none needed'}) live in the EnvironmentFile (mode 0600), never here.",
+        _unit_comment(
+            f"Secrets ({', '.join(secret) or 'none needed'}) live in the EnvironmentFile (mode 0600), never here."
+        ),
         f"EnvironmentFile=-{conf_dir}/{inp.name}.env",
-        f"ExecStart={shlex.join(exec_start)}",
+        f"ExecStart={' '.join(_unit_word(w) for w in exec_start)}",
         "# SIGTERM: servetune stops taking requests, drains streams, stops the engine and nginx itself.",
         "KillSignal=SIGTERM",
         "KillMode=mixed",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from servetune.errors import ServetuneError
-from servetune.operate.secrets import Redactor
+from servetune.secrets import Redactor
 
 
 class EventLog:

@@ -44,12 +44,12 @@ from servetune.operate.liveness import Liveness
 from servetune.operate.metrics import SupervisorMetrics
 from servetune.operate.proxy import Nginx, ProxySettings, upstream_keepalive
 from servetune.operate.role import Hung, Role
-from servetune.operate.secrets import Redactor, public_config
 from servetune.operate.sizing import long_prompt_bytes
 from servetune.operate.switch import blue_green
 from servetune.process.logfollow import read_text
 from servetune.process.ports import free_port
 from servetune.process.proctable import living
+from servetune.secrets import Redactor
 
 TICK_S = 0.05
 """Main-loop period: a dead engine (its process gone) is noticed within this."""
@@ -122,7 +122,7 @@ class Supervisor:
         self.roles: dict[str, Role] = {"main": Role("main", cfg, fallback=fallback)}
         if long_cfg is not None:
             self.roles["long"] = Role("long", long_cfg)
-        self.redactor = Redactor([cfg, *(c for c in (long_cfg, fallback.cfg if fallback else None) if c)])
+        self.redactor = Redactor.of(cfg, *(c for c in (long_cfg, fallback.cfg if fallback else None) if c))
         self.metrics = SupervisorMetrics()
         self.queue: queue.Queue[Hung | SwitchRequest] = queue.Queue()
         self.run_dir = options.run_dir
@@ -312,7 +312,7 @@ class Supervisor:
     # ---- starting --------------------------------------------------------------------------------------------
     def start_engine(self, role: Role, cfg: EngineConfig) -> tuple[RunningEngine | None, dict[str, Any]]:
         """Launch + acceptance of `cfg` for `role` (not yet behind the proxy); the engine, or None and why."""
-        self.emit("starting", role=role.name, config=public_config(cfg), fallback=role.on_fallback)
+        self.emit("starting", role=role.name, config=cfg.public(), fallback=role.on_fallback)
         self._in_launch = True
         t0 = time.monotonic()
         try:
@@ -512,7 +512,7 @@ class Supervisor:
                 gives_up=role.fallback.gives_up() if role.fallback.before else "measured once the fallback runs",
                 planned_before=role.fallback.before.model_dump(exclude_none=True) if role.fallback.before else None,
                 planned_after=role.fallback.after.model_dump(exclude_none=True) if role.fallback.after else None,
-                config=public_config(role.fallback.cfg),
+                config=role.fallback.cfg.public(),
             )
             role.cfg, role.on_fallback = role.fallback.cfg, True
             self.redactor.add(role.cfg)
@@ -544,7 +544,7 @@ class Supervisor:
                         "fallback": r.on_fallback,
                         "pid": r.engine.pid if r.engine else None,
                         "url": r.engine.base_url if r.engine else None,
-                        "config": public_config(r.cfg),
+                        "config": r.cfg.public(),
                         "recent_failures": len(r.deaths),
                     }
                     for name, r in self.roles.items()

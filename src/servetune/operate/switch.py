@@ -17,7 +17,7 @@ from servetune.engines.launch import RunningEngine
 from servetune.operate.metrics import SupervisorMetrics
 from servetune.operate.proxy import Nginx
 from servetune.operate.role import Role
-from servetune.operate.secrets import Redactor, public_config
+from servetune.secrets import Redactor
 
 
 class SwitchOptions(Protocol):
@@ -52,7 +52,7 @@ def blue_green(sup: SwitchHost, role: Role, cfg: EngineConfig) -> dict[str, Any]
     sup.redactor.add(cfg)
     t0 = time.monotonic()
     blue = role.engine
-    sup.emit("switch_started", role=role.name, config=public_config(cfg), blue_pid=blue.pid if blue else None)
+    sup.emit("switch_started", role=role.name, config=cfg.public(), blue_pid=blue.pid if blue else None)
     green, info = sup.start_engine(role, cfg)
     if green is None:
         reason = f"{info['cause']}: {info.get('hint') or info.get('excerpt', '')}".strip()

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.engines.commands import docker_command, serve_command
+from servetune.engines.commands import launch_commands
 from servetune.engines.config import EngineConfig
 from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
@@ -238,8 +238,15 @@ def plan_for(
         notes.append("borderline: with overheads at the low end of the model's range it would fit")
 
     flags = _serve_flags(given, rules.extra_flags, max_len, auto_len, tp)
-    deploy = EngineConfig(engine="vllm", model=cfg.model, flags=flags, env=cfg.env, version=beh.version)
-    serve, docker = serve_command(deploy), docker_command(deploy)
+    deploy = EngineConfig(
+        engine="vllm",
+        model=cfg.model,
+        served_model_name=cfg.served_model_name,
+        flags=flags,
+        env=cfg.env,
+        version=beh.version,
+    )
+    serve, docker = launch_commands(deploy, gpus=num_gpus)
     costs = roofline.model_costs(spec, tp=tp, kv_cache_dtype=inputs.kv_cache_dtype, with_mtp=with_mtp)
     # A config vLLM refuses has no speeds: the verdict comes first, so no length or budget a user mistyped (a
     # 10^12-token context, a 1-token budget) reaches the roofline (issue 16).
@@ -305,8 +312,8 @@ def plan_for(
         speeds=speeds,
         serve_flags=flags,
         serve_command=serve.text,
-        docker_command=docker.text,
-        command_notes=list(dict.fromkeys((*serve.notes, *docker.notes))),
+        docker_command=docker.text if docker else "",
+        command_notes=list(dict.fromkeys((*serve.notes, *(docker.notes if docker else ())))),
     )
     if not feasible and with_fixes:
 

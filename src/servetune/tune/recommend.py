@@ -1,6 +1,9 @@
-"""The winner as commands a user pastes — written by the one emitter (`servetune.engines.commands`), so `plan` and
-`tune` print the same `vllm serve` / `docker run` / `llama-server` lines — plus the client sampling presets the
-experiment gives, the winner's figures, and what the user must still do (the emitter's notes)."""
+"""The winner as commands a user pastes, plus the client sampling presets the experiment gives, the winner's figures,
+and what the user must still do (the command builder's notes).
+
+`plan` and `tune` print the same `vllm serve` / `docker run` lines for one config: both serve what the planner
+plans for it on its GPUs (the flags it resolves, such as the attention backend vLLM needs there) and both write
+them with the one call `servetune.engines.commands.launch_commands`, with the GPU count of the placement."""
 
 from __future__ import annotations
 
@@ -8,8 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.engines.commands import docker_command, serve_command
+from servetune.engines.commands import launch_commands
+from servetune.engines.config import EngineConfig
 from servetune.engines.models import resolve_model
+from servetune.errors import ServetuneError
 from servetune.humanize import number
 from servetune.tune.experiment import Experiment
 from servetune.tune.rank import Ranking
@@ -32,24 +37,21 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
     winner = ranking.winner
     if winner is None:
         return None
-    config = resolve_model(winner.record.variant.config)
-    serve = serve_command(config)
-    docker = None
-    if config.engine in ("vllm", "sim"):
-        deploy = exp.deploy
-        docker = docker_command(
-            config,
-            image=deploy.image,
-            port=deploy.port,
-            host_model_dir=deploy.host_model_dir,
-            container_name=deploy.container_name,
-            gpus=exp.hardware.gpus_for(config.flags) or "all",
-        )
+    config, gpus, planned = _served(exp, resolve_model(winner.record.variant.config))
+    deploy = exp.deploy
+    serve, docker = launch_commands(
+        config,
+        gpus=gpus,
+        image=deploy.image,
+        port=deploy.port,
+        host_model_dir=deploy.host_model_dir,
+        container_name=deploy.container_name,
+    )
     figures = {
         f"{probe}.{name}": number(est.mean, 4) + ("" if est.n < 2 else f" ± {number(est.half_width, 2)}")
         for (probe, name), est in sorted(winner.figures.items())
     }
-    notes = list(dict.fromkeys((*serve.notes, *(docker.notes if docker else ()))))
+    notes = list(dict.fromkeys((*planned, *serve.notes, *(docker.notes if docker else ()))))
     return Recommendation(
         variant=winner.record.variant.name,
         reason=ranking.reason,
@@ -59,3 +61,23 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
         sampling_presets=exp.sampling_presets,
         figures=figures,
     )
+
+
+def _served(exp: Experiment, config: EngineConfig) -> tuple[EngineConfig, int, list[str]]:
+    """The config as `plan` serves it on the experiment's GPUs (its `serve_flags`), their count (0 on CPU), and
+    a note when the planner cannot read the model (then the flags stay as measured)."""
+    placed = exp.hardware.placement(config.flags)
+    if placed is None or config.engine not in ("vllm", "sim"):
+        return config, placed.gpus if placed else 0, []
+    from servetune.plan.api import plan_for
+
+    try:
+        planned = plan_for(config, placed.gpu, placed.gpus, vllm_version=config.version, with_fixes=False)
+    except ServetuneError as err:
+        return (
+            config,
+            placed.gpus,
+            [f"the flags are the measured ones: the planner could not plan them ({err.problem})"],
+        )
+    update = {"flags": planned.serve_flags, "version": config.version or planned.vllm_version}
+    return config.model_copy(update=update), placed.gpus, []

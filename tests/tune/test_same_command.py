@@ -1,0 +1,33 @@
+"""`plan` and the tune recommendation print the same `vllm serve` and `docker run` lines for one config."""
+
+from __future__ import annotations
+
+from tune_synthetic import experiment, records
+
+from servetune.engines.config import EngineConfig
+from servetune.plan.api import plan_for
+from servetune.tune.rank import rank
+from servetune.tune.recommend import recommend
+
+
+def test_plan_and_tune_print_the_same_commands_for_one_config() -> None:
+    """They differed: `plan` added `--attention-backend TRITON_ATTN` (FP8 KV on A100) and `--gpus all`, the
+    recommendation neither (`--gpus 2`)."""
+    config = EngineConfig(
+        engine="vllm",
+        model="qwen3.6-27b",
+        version="0.24.0",
+        flags={"tensor-parallel-size": 2, "max-model-len": 32768, "kv-cache-dtype": "fp8", "language-model-only": True},
+    )
+    exp = experiment()  # hardware: A100-80GB-SXM x 2
+    recs = [r for r in records() if r.status == "done"]
+    for record in recs:
+        record.variant = record.variant.model_copy(update={"config": config})
+    rec = recommend(exp, rank(exp, recs))
+    placed = exp.hardware.placement(config.flags)
+    assert rec is not None and placed is not None
+    plan = plan_for(config, placed.gpu, placed.gpus, vllm_version=config.version)
+    assert rec.serve_command == plan.serve_command
+    assert rec.docker_command == plan.docker_command
+    assert "--attention-backend TRITON_ATTN" in plan.serve_command  # what vLLM needs for FP8 KV on an A100
+    assert "--gpus 2" in plan.docker_command
