@@ -8,8 +8,8 @@ and a 20 s run and its cost is Δ(client CPU) / Δ(tokens), as the cost section 
   does sampling the loop's lag and CPU time every 10 ms cost anything?
 - out32: 32-token answers: with base, it splits the cost into a part per request and a part per token
   (cost per token = per request / tokens + per token).
-Usage (a machine with two free CPUs): `python benchmarks/client/ab_device.py [ROUNDS]` → `AB_OUT` (default
-`ab.json`). Results of the 16-core device: `many-cores/ab/`.
+Usage (a machine with two free CPUs, from the repository root): `python -m benchmarks.client.ab_device [ROUNDS]`
+→ `AB_OUT` (default `ab.json`). Results of the 16-core device: `many-cores/ab/`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.client import run as bench
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import run as bench  # noqa: E402
 
 SRC = HERE.parents[1] / "src"
 

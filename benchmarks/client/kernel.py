@@ -14,7 +14,7 @@ Three measurements, side by side in one run (server `servetune mock-server` on C
 - the floor and servetune side by side (`perf record`, 4,000 requests each, c256): CPU per streamed token in the
   kernel, in uvloop, in the interpreter and elsewhere — where servetune's cost above the floor is spent.
   The start-up (imports) is in it, once per process: ~1 s of servetune's interpreter time, about 2 µs a token.
-Usage: `python benchmarks/client/kernel.py [--repeat 2]`.
+Usage: `python -m benchmarks.client.kernel [--repeat 2]`.
 """
 
 from __future__ import annotations
@@ -27,13 +27,11 @@ import shutil
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import FLOOR, HERE, Mock, servetune_argv, tool_argv
+from benchmarks.client.run import FLOOR, HERE, Mock, servetune_argv, tool_argv
 
 SO_TIMESTAMPNS = 35  # SO_TIMESTAMPNS_OLD on Linux (the socket module does not name it)
 REQUESTS = 1000

@@ -19,18 +19,18 @@ PASSES="${PASSES:-cost load scale burst1}"
 TOOLS=(servetune Locust "floor (uvloop, a stamp per read)")
 [[ "${NO_AIOHTTP:-}" == 1 ]] || TOOLS+=("aiohttp (bare loop)")
 if [[ " $PASSES " == *" cost "* ]]; then
-  BENCH_OUT="$OUT/cost" "$PY" benchmarks/client/run.py --runs 3 --only cost --only reads --tools "${TOOLS[@]}" \
+  BENCH_OUT="$OUT/cost" "$PY" -m benchmarks.client.run --runs 3 --only cost --only reads --tools "${TOOLS[@]}" \
     --client-cpus 1
 fi
 if [[ " $PASSES " == *" load "* ]]; then
-  BENCH_OUT="$OUT/load" "$PY" benchmarks/client/run.py --only accuracy --only ramp --only poisson --only burst \
+  BENCH_OUT="$OUT/load" "$PY" -m benchmarks.client.run --only accuracy --only ramp --only poisson --only burst \
     --only steady --client-cpus 1-7 --server-cpus 8-15
 fi
 if [[ " $PASSES " == *" scale "* ]]; then
-  BENCH_OUT="$OUT/scale" "$PY" benchmarks/client/run.py --only scaling --client-cpus 1-8 --server-cpus 9-15
+  BENCH_OUT="$OUT/scale" "$PY" -m benchmarks.client.run --only scaling --client-cpus 1-8 --server-cpus 9-15
 fi
 if [[ " $PASSES " == *" burst1 "* ]]; then
-  BENCH_OUT="$OUT/burst-1-process" "$PY" benchmarks/client/run.py --only burst --runs 3 --client-cpus 1 \
+  BENCH_OUT="$OUT/burst-1-process" "$PY" -m benchmarks.client.run --only burst --runs 3 --client-cpus 1 \
     --server-cpus 8-15 --workers 1
 fi
 echo "many-cores: done"

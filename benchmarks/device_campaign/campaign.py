@@ -23,8 +23,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE))  # launch.sh runs it as a script on the device, beside driver.py: points.py by path
 
 from points import GRID_PROBE, POINTS  # noqa: E402
 
@@ -239,7 +238,6 @@ def predict_sim(out: Path) -> None:
     """What the current simulator (`servetune estimate`, default coefficients) says of every fixed point before
     the run: the point's nominal workload and shape (warm-up not simulated; Poisson points, whose rate is set on
     the device, are left out)."""
-    sys.path.insert(0, str(ROOT / "src"))
     import asyncio
 
     from points import build

@@ -1,6 +1,6 @@
 """First comparison of the device campaign: the planner's predictions and the current simulator against real vLLM.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/device_campaign/compare.py --data benchmarks/device_campaign/data
+    .venv/bin/python -m benchmarks.device_campaign.compare --data benchmarks/device_campaign/data
 
 Reads the driver's output (--data: manifest.json, <startup>/vllm.log, <startup>/<point>.jsonl|.summary.json) and
 the predictions written before the run (predictions/plan_<startup>.json). Writes beside this file (or --out):
@@ -21,16 +21,12 @@ import csv
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(HERE.parent / "sim_fidelity"))
+from benchmarks.device_campaign.points import POINTS
 
-from points import POINTS  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 GIB = 2**30
 RX = {
@@ -188,7 +184,7 @@ def cache_hit_rate(data: Path, sid: str, pname: str) -> float | None:
 
 
 def sim_rows(data: Path, manifest: dict, split: dict) -> list[dict]:
-    from fidelity_records import summarize
+    from benchmarks.sim_fidelity.fidelity_records import summarize
 
     rows = []
     held = set(split["simulator"]["held_out"])

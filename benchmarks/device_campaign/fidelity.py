@@ -1,7 +1,7 @@
 """Simulator fidelity on the 2026-12 device campaign: fit on the pre-registered fit points, score the held-out ones.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/device_campaign/fidelity.py            # fit + score, writes files
-    PYTHONPATH=src .venv/bin/python benchmarks/device_campaign/fidelity.py --no-fit   # score the committed profiles
+    .venv/bin/python -m benchmarks.device_campaign.fidelity            # fit + score, writes files
+    .venv/bin/python -m benchmarks.device_campaign.fidelity --no-fit   # score the committed profiles
 
 Every startup's points are replayed in the order they ran, on one simulated server per startup
 (`servetune.sim.calibration.replay_launch`), with each point's exact requests: lengths from the records, the load
@@ -25,30 +25,28 @@ import argparse
 import csv
 import json
 import math
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
-from servetune.metrics.summary import Summary, summarize  # noqa: E402
-from servetune.sim.calibration import (  # noqa: E402
+from servetune.metrics.summary import Summary, summarize
+from servetune.sim.calibration import (
     MeasuredRun,
     fit_coefficients,
     measured_summary,
     replay_launch,
 )
-from servetune.sim.fitting import deployment_for  # noqa: E402
-from servetune.sim.profile import CalibrationProfile  # noqa: E402
-from servetune.sim.results import measured_run  # noqa: E402
-from servetune.sim.steptime import (  # noqa: E402
+from servetune.sim.fitting import deployment_for
+from servetune.sim.profile import CalibrationProfile
+from servetune.sim.results import measured_run
+from servetune.sim.steptime import (
     PREFILL_LAUNCH_ATTENTION_LAYER_S,
     PREFILL_LAUNCH_LINEAR_LAYER_S,
     StepCoefficients,
 )
+
+HERE = Path(__file__).resolve().parent
+
 
 DATA = HERE / "data"
 PROFILES = HERE / "profiles"

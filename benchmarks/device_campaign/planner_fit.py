@@ -1,7 +1,7 @@
 """The planner's non-KV overhead per architecture family, fitted on the fit startups, scored on the held-out ones.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/device_campaign/planner_fit.py           # fit, check, write PLANNER.md
-    PYTHONPATH=src .venv/bin/python benchmarks/device_campaign/planner_fit.py --check   # only check the defaults
+    .venv/bin/python -m benchmarks.device_campaign.planner_fit           # fit, check, write PLANNER.md
+    .venv/bin/python -m benchmarks.device_campaign.planner_fit --check   # only check the defaults
 
 vLLM 0.24.0 sizes the KV cache as budget - weights - non-torch - torch peak - CUDA-graph estimate, and logged each
 term (at DEBUG for the middle two: "torch peak memory increase", "non-torch forward increase memory"). The fit
@@ -34,18 +34,18 @@ from pathlib import Path
 
 import numpy as np
 
+from servetune.engines.config import EngineConfig
+from servetune.engines.vllm import parse_vllm_log
+from servetune.engines.vocab import parse_argv
+from servetune.hardware.catalog import GiB, get_gpu
+from servetune.model.hf_config import load_model_spec
+from servetune.plan.api import plan_for
+from servetune.plan.calibrate import ledger_flags
+from servetune.plan.memory import FAMILIES, OverheadModel, capture_sizes, family_of
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
-from servetune.engines.config import EngineConfig  # noqa: E402
-from servetune.engines.vllm import parse_vllm_log  # noqa: E402
-from servetune.engines.vocab import parse_argv  # noqa: E402
-from servetune.hardware.catalog import GiB, get_gpu  # noqa: E402
-from servetune.model.hf_config import load_model_spec  # noqa: E402
-from servetune.plan.api import plan_for  # noqa: E402
-from servetune.plan.calibrate import ledger_flags  # noqa: E402
-from servetune.plan.memory import FAMILIES, OverheadModel, capture_sizes, family_of  # noqa: E402
 
 GPU = get_gpu("H200")
 VERSION = "0.24.0"

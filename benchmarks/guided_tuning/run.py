@@ -42,7 +42,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
 CPU_DEVICE = "custom:mem=6,bw=20,tflops=0.2"
 """The CPU as the simulator sees it (vLLM CPU's KV space is small; bandwidth and FLOP/s are nominal: the fit

@@ -5,7 +5,7 @@
 2. Blue-green switch time (start, acceptance, reload, drain), several switches.
 3. Time to detect a dead engine (kill -9 → `died` event) and a hung one (SIGSTOP → `hung` event), and the time
    back to ready.
-Writes results.json and RESULTS.md beside this script. Usage: python benchmarks/operate/run.py [--quick]
+Writes results.json and RESULTS.md beside this script. Usage: python -m benchmarks.operate.run [--quick]
 The machine must be quiet: latency figures on a shared 2-core box are noise-bound.
 """
 
@@ -17,17 +17,14 @@ import os
 import platform
 import signal
 import statistics
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "src"))
+from tests.operate.conftest import Serve  # (the same subprocess harness as the tests)
 
-from tests.operate.conftest import Serve  # noqa: E402  (the same subprocess harness as the tests)
+HERE = Path(__file__).resolve().parent
+
 
 MODEL = "servetune-tiny"
 FLAGS = ["--ctx-size", "8192", "--parallel", "4", "--threads", "1", "--metrics"]

@@ -7,8 +7,8 @@ script run, on one slot and on two:
   included), then for `fake_gpu` (two launches at once, one per node);
 - `local-gpus` with fake GPU ids: `--gpus 0` (one slot process) and `--gpus 0,1` (two side by side).
 
-    python benchmarks/scaleout/run.py                 # ~5 min on 2 cores (run it under flock on a shared machine)
-    python benchmarks/scaleout/run.py --output-tokens 512 --repeats 2   # shorter runs: fixed costs weigh more
+    python -m benchmarks.scaleout.run                 # ~5 min on 2 cores (run it under flock on a shared machine)
+    python -m benchmarks.scaleout.run --output-tokens 512 --repeats 2   # shorter runs: fixed costs weigh more
 
 Every run is `servetune tune` as a user runs it (a subprocess, its own wall clock from start to exit, reports
 written); the cluster is started once before the timed runs (an existing cluster, as the docs describe) and stopped
@@ -30,12 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))  # tests.scaleout.cluster: the loopback cluster of the tests
-sys.path.insert(0, str(ROOT / "src"))
+from tests.stats import json_schema  # (the schema check the tests make)
 
-from tests.stats import json_schema  # noqa: E402  (the schema check the tests make)
+HERE = Path(__file__).resolve().parent
+
 
 EXPERIMENT = """
 name: scaleout-bench

@@ -29,7 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE))  # device_campaign.sh runs it as a script on the device: its siblings by path
 
 from fidelity_points import POINTS, FidelityPoint  # noqa: E402
 from fidelity_records import summarize  # noqa: E402

@@ -1,6 +1,6 @@
 """How fast `servetune estimate` is: 1,000-request workloads, wall time vs simulated time.
 
-    .venv/bin/python benchmarks/sim_fidelity/estimate_speed.py     # writes estimate_speed.{json,md} here
+    .venv/bin/python -m benchmarks.sim_fidelity.estimate_speed    # writes estimate_speed.{json,md} here
 
 Each case runs the real CLI in a fresh process (`servetune estimate ... --json`), so the wall time
 includes Python start, imports and planning; the simulated duration is what the same workload would
@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 CASES = [
     (
         "H200, vLLM 0.24 defaults",
@@ -76,15 +75,13 @@ def loop_time(model_args: list[str], conc: int) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    sys.path.insert(0, str(ROOT / "src"))
     rows = []
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     for label, model_args in CASES:
         for conc in LOADS:
             cmd = [sys.executable, "-m", "servetune", "estimate", *model_args, *WORKLOAD, "--concurrency", str(conc)]
             t0 = time.perf_counter()
             ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, check=True).stdout
+            out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=True).stdout
             wall = time.perf_counter() - t0
             ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cli_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)

@@ -1,7 +1,7 @@
 """Fit the simulator on some measured points of real vLLM, score it on the held-out ones.
 
-    .venv/bin/python benchmarks/sim_fidelity/fit_and_score.py --data benchmarks/device/<run>   # real data
-    .venv/bin/python benchmarks/sim_fidelity/fit_and_score.py --standin /tmp/standin           # pipeline test
+    .venv/bin/python -m benchmarks.sim_fidelity.fit_and_score --data benchmarks/device/<run>   # real data
+    .venv/bin/python -m benchmarks.sim_fidelity.fit_and_score --standin /tmp/standin           # pipeline test
 
 `--data` is a directory holding one sub-directory per flag setting (A, B) as `device_campaign.sh` writes
 them (campaign.json, flags.txt, <point>.jsonl, vllm_startup.log). The calibration is fitted on the
@@ -20,21 +20,14 @@ import argparse
 import csv
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "src"))
-
-from fidelity_points import FIT_SETTING, POINTS  # noqa: E402
-
-from servetune.load.shape import LoadShape  # noqa: E402
-from servetune.metrics.record import RequestRecord  # noqa: E402
-from servetune.plan.roofline import Efficiency  # noqa: E402
-from servetune.sim.calibration import (  # noqa: E402
+from benchmarks.sim_fidelity.fidelity_points import FIT_SETTING, POINTS
+from servetune.load.shape import LoadShape
+from servetune.metrics.record import RequestRecord
+from servetune.plan.roofline import Efficiency
+from servetune.sim.calibration import (
     TARGETS,
     MeasuredRun,
     fit_coefficients,
@@ -44,10 +37,13 @@ from servetune.sim.calibration import (  # noqa: E402
     simulated_summary,
     targets,
 )
-from servetune.sim.fitting import deployment_for  # noqa: E402
-from servetune.sim.profile import CalibrationProfile  # noqa: E402
-from servetune.sim.results import measured_run, read_flags  # noqa: E402
-from servetune.sim.steptime import StepCoefficients  # noqa: E402
+from servetune.sim.fitting import deployment_for
+from servetune.sim.profile import CalibrationProfile
+from servetune.sim.results import measured_run, read_flags
+from servetune.sim.steptime import StepCoefficients
+
+HERE = Path(__file__).resolve().parent
+
 
 MODEL = "qwen3.6-27b"  # the bundled config of Qwen/Qwen3.6-27B: the shapes the device served
 GPU = "H200"

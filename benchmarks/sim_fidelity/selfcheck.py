@@ -1,6 +1,6 @@
 """Does sim-serve (real time, over HTTP) reproduce `servetune estimate` (virtual time)?
 
-    .venv/bin/python benchmarks/sim_fidelity/selfcheck.py      # ~2 minutes; writes selfcheck.md here
+    .venv/bin/python -m benchmarks.sim_fidelity.selfcheck     # ~2 minutes; writes selfcheck.md here
 
 Starts `servetune sim-serve` at time scale 1 (H200, vLLM 0.24.0 defaults, setting A's flags), measures
 the fidelity points with the device campaign's own client (`campaign.py`, servetune's `run_load`), then
@@ -20,22 +20,20 @@ import time
 import urllib.request
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+from servetune.process.ports import free_port
+from servetune.sim.calibration import measured_summary, relative_errors, simulated_summary, targets
+from servetune.sim.fitting import deployment_for
+from servetune.sim.results import measured_run
+from servetune.sim.steptime import StepCoefficients
 
-from servetune.process.ports import free_port  # noqa: E402
-from servetune.sim.calibration import measured_summary, relative_errors, simulated_summary, targets  # noqa: E402
-from servetune.sim.fitting import deployment_for  # noqa: E402
-from servetune.sim.results import measured_run  # noqa: E402
-from servetune.sim.steptime import StepCoefficients  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 FLAGS = ["--max-model-len", "131072", "--language-model-only"]
 
 
 def main() -> None:
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     server = subprocess.Popen(
         [
             sys.executable,
@@ -53,7 +51,6 @@ def main() -> None:
             "--port",
             str(port),
         ],
-        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -80,7 +77,6 @@ def main() -> None:
                 "--scale",
                 "0.25",
             ],
-            env=env,
             check=True,
             stdout=subprocess.DEVNULL,
         )

@@ -32,14 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from servetune.engines.config import EngineConfig
+from servetune.engines.launch import launch
+from servetune.tiny.cache import tiny_model
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / "src"))
 os.environ.setdefault("SERVETUNE_CACHE", str(REPO / ".servetune-cache"))
 
-from servetune.engines.config import EngineConfig  # noqa: E402
-from servetune.engines.launch import launch  # noqa: E402
-from servetune.tiny.cache import tiny_model  # noqa: E402
 
 FIGURES = (
     "request_throughput",
