@@ -208,12 +208,14 @@ def test_no_files_import_each_other_in_a_loop() -> None:
 
 
 def _tree(root: Path, files: Mapping[str, str]) -> Path:
-    """A package `pkg` under `root` holding `files` (path -> source)."""
+    """A package `pkg` under `root` holding `files` (path -> source), each folder a package."""
     package = root / "pkg"
-    for relative, text in {"__init__.py": "", **files}.items():
+    for relative, text in files.items():
         path = package / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    for folder in [package, *(p for p in package.rglob("*") if p.is_dir())]:
+        (folder / "__init__.py").touch()
     return package
 
 
@@ -224,9 +226,7 @@ def test_a_clean_tree_passes(tmp_path: Path) -> None:
     root = _tree(
         tmp_path,
         {
-            "base/__init__.py": "",
             "base/a.py": "X = 1\n",
-            "top/__init__.py": "",
             "top/b.py": "from pkg.base.a import X\nfrom . import c\n",
             "top/c.py": "def f():\n    from pkg.base import a\n    return a\n",
         },
@@ -248,10 +248,7 @@ def test_a_clean_tree_passes(tmp_path: Path) -> None:
     ids=["module-level", "function-level", "type-checking", "importlib", "relative"],
 )
 def test_an_upward_import_fails(tmp_path: Path, upward: str, line: int) -> None:
-    root = _tree(
-        tmp_path,
-        {"base/__init__.py": "", "base/a.py": upward, "top/__init__.py": "", "top/b.py": "Y = 2\n"},
-    )
+    root = _tree(tmp_path, {"base/a.py": upward, "top/b.py": "Y = 2\n"})
     found = survey(root, SMALL)
     assert found.upward == [f"pkg.base.a (floor 1) imports pkg.top.b (floor 2) at line {line}"]
     assert found.room_circles == []
@@ -261,10 +258,8 @@ def test_loops_between_rooms_and_between_files_fail(tmp_path: Path) -> None:
     root = _tree(
         tmp_path,
         {
-            "base/__init__.py": "",
             "base/a.py": "from pkg.base import b\n",
             "base/b.py": "def f():\n    from pkg.base import a\n",
-            "top/__init__.py": "",
             "top/c.py": "from pkg.base import a\n",
             "side.py": "import pkg.top.c\n",
         },
@@ -278,5 +273,5 @@ def test_loops_between_rooms_and_between_files_fail(tmp_path: Path) -> None:
 
 
 def test_a_room_missing_from_the_floors_is_named(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {"base/__init__.py": "", "new/__init__.py": "", "loose.py": ""})
+    root = _tree(tmp_path, {"base/a.py": "", "new/b.py": "", "loose.py": ""})
     assert survey(root, SMALL).unplaced == ["loose.py", "new"]
