@@ -17,7 +17,7 @@ import typer
 from typer.exceptions import TyperException
 
 from servetune.cli import bench, demo, deploy, engine, plan, serve, sim, tune
-from servetune.errors import ServetuneError
+from servetune.errors import ServetuneError, from_validation_error
 
 app = typer.Typer(
     name="servetune",
@@ -86,12 +86,8 @@ def main(argv: list[str] | None = None) -> None:
         from pydantic import ValidationError
 
         if isinstance(err, ValidationError):  # a value that reached a model unchecked: still the user's input
-            first = err.errors()[0]
-            name = ".".join(str(p) for p in first["loc"]) or err.title
-            _say(
-                f"bad value for {name}: {first['msg']} (got {first.get('input')!r})",
-                f"give {name} a valid value (see the command's --help)",
-            )
+            told = from_validation_error(err, where=f"bad value for {err.title}")
+            _say(told.problem, f"{told.fix} (see the command's --help)")
             sys.exit(EXIT_USAGE)
         _say(f"servetune failed unexpectedly: {type(err).__name__}: {err}", "run again with --debug and report it")
         sys.exit(EXIT_FAILED)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from servetune.errors import ServetuneError
+from servetune.errors import ServetuneError, from_validation_error
 from servetune.fileio import atomic_write_text
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.summary import Summary, summarize
@@ -139,7 +139,11 @@ def read_run(path: Path, data: dict[str, Any] | None = None) -> BenchRun:
     try:
         source = RunSource.model_validate(body["source"])
         summary = Summary.model_validate(body["summary"]) if body.get("summary") else None
-    except (KeyError, TypeError, ValidationError) as err:
+    except ValidationError as err:
+        raise from_validation_error(
+            err, where=f"{path} is not a servetune run file", fix="give a file written by servetune"
+        ) from None
+    except (KeyError, TypeError) as err:
         raise ServetuneError(f"{path} is not a servetune run file: {err}", "give a file written by servetune") from None
     records = read_records(path.with_name(run_stem(path) + RECORDS_SUFFIX))
     return BenchRun(
@@ -166,7 +170,9 @@ def read_records(path: Path) -> list[RequestRecord]:
         try:
             out.append(RequestRecord.model_validate_json(line))
         except ValidationError as err:
-            raise ServetuneError(f"{path} line {n} is not a servetune request record: {err}", "remove it") from None
+            raise from_validation_error(
+                err, where=f"{path} line {n} is not a servetune request record", fix="remove it"
+            ) from None
     return out
 
 

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from servetune.engines.config import EngineConfig
-from servetune.errors import ServetuneError
+from servetune.errors import ServetuneError, from_validation_error
 from servetune.operate.evidence import Evidence, Sized
 
 LONGEST_REQUEST_FIGURES = (
@@ -59,10 +59,8 @@ def config_from_data(data: Any, where: str) -> EngineConfig:
     try:
         return EngineConfig.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(top)"
-        raise ServetuneError(
-            f"{where}: {loc}: {first['msg']}", "fields: engine (vllm|llamacpp|sglang), model, flags, env"
+        raise from_validation_error(
+            err, where=where, fix="fields: engine (vllm|llamacpp|sglang), model, flags, env"
         ) from err
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from servetune.engines.flagtable import table_for
 from servetune.engines.vocab import parse_argv, to_argv
-from servetune.errors import ServetuneError
+from servetune.errors import ServetuneError, from_validation_error
 from servetune.hardware.gpus import parse_gpu_arg
 from servetune.plan.placement import place
 from servetune.plan.target import Target, resolve_target
@@ -168,13 +168,12 @@ def sim_args(given: Mapping[str, object], *, model: str | None = None) -> SimSer
     try:
         return SimServeArgs(**values)
     except ValidationError as err:
-        first = err.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else ""
-        flag = "--" + next((k for k, v in _FIELDS.items() if v == field), field.replace("_", "-"))
-        raise ServetuneError(
-            f"{flag}: {first['msg'][0].lower()}{first['msg'][1:]} (got {first.get('input')!r})",
-            f"give a valid value for {flag}",
-        ) from None
+        raise from_validation_error(err, name=_flag_of) from None
+
+
+def _flag_of(field: str) -> str:
+    """The flag that sets a SimServeArgs field."""
+    return "--" + next((k for k, v in _FIELDS.items() if v == field), field.replace("_", "-"))
 
 
 def _speculative(config: object) -> tuple[int, str | None, float]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from servetune.errors import ServetuneError
+from servetune.errors import ServetuneError, from_validation_error
 from servetune.load.shape import LoadShape
 from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.sim.calibration import MeasuredRun
@@ -63,7 +63,7 @@ def to_record(row: dict[str, Any]) -> RequestRecord:
     try:
         return RequestRecord.model_validate(data)
     except ValidationError as err:
-        raise ServetuneError(f"a result record is not a request record: {err.errors()[0]['msg']}", _FIX) from None
+        raise from_validation_error(err, where="a result record is not a request record", fix=_FIX) from None
 
 
 def measured_records(
@@ -192,7 +192,9 @@ def _shape(rows: list[dict[str, Any]], side: dict[str, Any], path: Path, measure
         data.setdefault("requests", measured)
         try:
             return LoadShape.model_validate(data)
-        except (ValidationError, ServetuneError) as err:
+        except ValidationError as err:
+            raise from_validation_error(err, where=f"{path}: the side file's load shape", fix=_FIX) from None
+        except ServetuneError as err:
             raise ServetuneError(f"{path}: the side file's load shape is not one: {err}", _FIX) from None
     found: Any = next((r["concurrency"] for r in rows if r.get("concurrency")), None) or side.get("concurrency")
     if not isinstance(found, int) or isinstance(found, bool) or found < 1:

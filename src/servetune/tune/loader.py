@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from servetune.errors import ServetuneError
+from servetune.errors import ServetuneError, from_validation_error, validation_fix
 from servetune.tune.checks import check_experiment
 from servetune.tune.experiment import ExecutorSpec, Experiment
 from servetune.tune.issues import Issue, KeyPath
@@ -81,26 +81,13 @@ def _pydantic_issues(err: ValidationError, data: Any) -> list[Issue]:
         else:
             got = e.get("input")
             shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
-            issues.append(Issue(path, f"{e['msg']}{shown}", _type_fix(kind, e)))
+            issues.append(Issue(path, f"{e['msg']}{shown}", _type_fix(e)))
     return _dedupe(issues)
 
 
-def _type_fix(kind: str, e: Mapping[str, Any]) -> str:
-    if kind.startswith(("int_", "float_")):
-        return "write a number without quotes or units"
-    if kind.startswith("bool"):
-        return "write true or false"
-    if kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
-        return f"use a value that is {e['msg'].lower().removeprefix('input should be ')}"
-    if kind.startswith("string"):
-        return "write text (quote it if it looks like a number)"
-    if kind in {"dict_type", "model_type"}:
-        return "write a mapping (key: value lines, indented under this key)"
-    if kind == "list_type":
-        return "write a list, e.g. [1, 2, 4]"
-    if kind == "literal_error":
-        return e["msg"].replace("Input should be", "use")
-    return "see docs/experiment.md for this key"
+def _type_fix(e: Mapping[str, Any]) -> str:
+    """The fix of an experiment key's bad value (the one translator's, with the schema's page for the rest)."""
+    return validation_fix(e, "this key") or "see docs/experiment.md for this key"
 
 
 def _dedupe(issues: list[Issue]) -> list[Issue]:
@@ -214,9 +201,10 @@ def with_executor(
     try:
         chosen = ExecutorSpec.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        raise ServetuneError(
-            f"executor options: {first['msg'].removeprefix('Value error, ')}",
-            "--executor local|local-gpus|ray; --gpus IDS goes with local-gpus, --ray-address/--ray-resource with ray",
+        raise from_validation_error(
+            err,
+            where="executor options",
+            fix="--executor local|local-gpus|ray; --gpus IDS goes with local-gpus, --ray-address/--ray-resource"
+            " with ray",
         ) from None
     return exp.model_copy(update={"executor": chosen})
