@@ -124,3 +124,63 @@ def test_estimate_takes_benchs_options_and_its_old_spellings() -> None:
     two = _cli("estimate", "qwen3.6-27b", "--max-model-len", "128K", "--language-model-only", "--gpu",
                "A100-80G-SXMx2", "--concurrency", "1", "--requests", "1")  # fmt: skip
     assert two.returncode == 0 and "on 2x A100-80G-SXM" in two.stdout, two.stderr
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        (
+            {"concurrency": 2, "requests": 999_999_999_999},
+            "--requests 999999999999 would keep ~999,999,999,999 request",
+        ),
+        ({"concurrency": 2, "warmup_requests": 999_999_999_999}, "--warmup-requests 999999999999 would keep"),
+        ({"concurrency": 2, "requests": 100_000, "turns": 1000}, "--requests 100000 x --turns 1000 would keep"),
+        ({"rate": 1000, "duration": 600_000}, "--duration 600000.0 x --rate 1000.0 would keep"),
+        ({"concurrency": 2, "turns": 999_999_999_999}, "--turns"),
+        ({"concurrency": 2, "duration": 1e9}, "--duration"),
+        ({"concurrency": 2, "input_tokens": 10**12}, "--input-tokens"),
+        ({"concurrency": 2, "output_tokens": 10**12}, "--output-tokens"),
+        ({"rate": 1e9, "requests": 5}, "--rate"),
+        ({"concurrency": 2, "seed": 2**64}, "--seed"),
+        ({"concurrency": 2, "first_token_timeout": 1e12}, "--first-token-timeout"),
+    ],
+)
+def test_a_run_too_large_to_hold_is_refused_before_it_starts(values: dict, says: str) -> None:
+    """Every number has a bound, and the records a run would keep are counted before it starts: 999999999999
+    requests used to grow the process by 65 MB/s until the kernel killed it."""
+    with pytest.raises(ServetuneError) as err:
+        LoadOptions.parse(**values)
+    assert says in str(err.value)
+    if "would keep" in says:
+        assert "the limit is 4 GiB" in err.value.problem and err.value.fix and err.value.fix.startswith("lower --")
+
+
+def test_footprint_counts_every_phase_and_a_sweep() -> None:
+    o = LoadOptions.parse(concurrency=4, requests=100, warmup_requests=10, turns=3)
+    assert o.footprint().requests == (100 + 10) * 3
+    timed = LoadOptions.parse(rate=2, duration=50, warmup_s=5, cooldown_s=5)
+    assert timed.footprint().requests == pytest.approx(2 * 60)
+    closed = LoadOptions.parse(concurrency=4, duration=10)
+    assert closed.footprint().requests == 0  # a live server's speed is not known before the run: not counted
+    assert closed.footprint(lambda tokens: 0.5).requests == pytest.approx(4 * 10 / 0.5)
+    assert o.footprint(levels=(1, 2, 4)).requests == 3 * o.footprint().requests
+    with pytest.raises(ServetuneError, match="of work here; the limit is 10 min"):
+        LoadOptions.parse(concurrency=2, requests=650_000).check_footprint(requests_per_s=1000, limit_s=600)
+
+
+def test_a_bare_sweep_is_of_concurrencies_as_help_says() -> None:
+    """`--sweep 1,4,16,64` without --concurrency or --rate swept rates while --help said concurrencies."""
+    from servetune.load.bench_args import help_text, parse_bench_argv
+
+    assert "concurrencies (or rates with --rate)" in help_text()
+    args, load = parse_bench_argv(["--model", "m", "--sweep", "1,4,16,64"])
+    assert load.shape().kind == "concurrency" and args.sweep == (1, 4, 16, 64)
+    args, load = parse_bench_argv(["--model", "m", "--rate", "1", "--sweep", "0.5,2"])
+    assert load.shape().kind == "rate" and load.at_level(2).shape().rate == 2
+    for bad, says in (("1.5", "whole numbers"), ("inf", "whole numbers"), ("1,999999999", "--concurrency")):
+        with pytest.raises(ServetuneError, match=says):
+            parse_bench_argv(["--model", "m", "--sweep", bad])
+    with pytest.raises(ServetuneError, match="x 3 sweep levels would keep"):
+        parse_bench_argv(["--model", "m", "--requests", "300000", "--sweep", "1,2,4"])
+    with pytest.raises(ServetuneError, match="--workers"):
+        parse_bench_argv(["--model", "m", "--concurrency", "1", "--workers", "999999999999"])

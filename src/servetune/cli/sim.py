@@ -136,7 +136,7 @@ def estimate(ctx: typer.Context) -> None:
     from servetune.metrics.render import summary_lines
     from servetune.metrics.summary import summarize
     from servetune.process.interrupts import run_coroutine
-    from servetune.sim.backend import SimBackend
+    from servetune.sim.backend import REQUESTS_PER_S, RUN_LIMIT_S, SimBackend
     from servetune.sim.deployment import build_deployment
     from servetune.sim.explain import explain_ttft
     from servetune.sim.flags import parse_sim_args
@@ -154,6 +154,7 @@ def estimate(ctx: typer.Context) -> None:
         if path and path != "-" and not Path(path).parent.is_dir():
             raise ServetuneError(f"cannot write {path}: its folder does not exist", "create it first, or give another")
     backend = SimBackend(build_deployment(args), client=ClientSpec(endpoint=own.endpoint))
+    options.check_footprint(backend.deployment.request_floor_s, REQUESTS_PER_S, RUN_LIMIT_S)
     if own.explain is not None:
         backend.trace = RunTrace()
     wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -206,7 +207,7 @@ def calibrate(
     gpu: str = typer.Option("H200", "--gpu", help="GPU the runs ran on."),
     vllm_version: str = typer.Option(None, "--vllm-version", help="vLLM release of the runs, e.g. 0.24.0."),
     points: str = typer.Option("", "--points", help="Comma-separated point names to fit on (default: all)."),
-    iters: int = typer.Option(200, "--iters", help="Optimiser iterations."),
+    iters: int = typer.Option(200, "--iters", min=1, max=100_000, help="Optimiser iterations (1 to 100,000)."),
 ) -> None:
     """Fit the simulator's step-time coefficients to measured runs and save a calibration profile."""
     from servetune.sim.fitting import calibrate_dirs

@@ -195,7 +195,16 @@ def parse_bench_argv(argv: list[str]) -> tuple[BenchArgs, LoadOptions]:
         if key.startswith("refused") and value is not None:
             flag = key.removeprefix("refused")
             raise ServetuneError(f"{flag} is not supported by servetune bench", REFUSED_FLAGS[flag])
-    load = LoadOptions.parse(**{k: ns.pop(k) for k in LOAD_KEYS & set(ns)})
+    values = {k: ns.pop(k) for k in LOAD_KEYS & set(ns)}
+    levels = _levels(ns["sweep"], closed="rate" not in values) if ns["sweep"] else None
+    if levels and not {"concurrency", "rate", "max_concurrency"} & set(values):
+        values["concurrency"] = levels[0]  # a bare sweep is of concurrencies, as --help says
+    load = LoadOptions.parse(**values)
+    if levels:
+        for level in levels:  # each level is the run it is
+            LoadOptions.parse(**load.at_level(level).model_dump(exclude_unset=True))
+        load.check_footprint(levels=levels)  # every level's records are kept for the report
+    ns["sweep"] = levels
     notes = tuple(
         f"{key.removeprefix('ignored')} has no effect here: {IGNORED_FLAGS[key.removeprefix('ignored')]}"
         for key, value in ns.items()
@@ -218,7 +227,7 @@ def _bench_args(ns: dict[str, Any], notes: tuple[str, ...]) -> BenchArgs:
         "api_key": ns["api_key"] or os.environ.get("OPENAI_API_KEY") or None,
         "extra_body": _body(ns),
         "tokenizer": ns["tokenizer"],
-        "sweep": _levels(ns["sweep"]) if ns["sweep"] else None,
+        "sweep": ns["sweep"],
         "progress": ns["progress"],
         "max_error_rate": _fraction(ns["max_error_rate"]),
         "accept_warnings": ns["accept_warnings"],
@@ -251,13 +260,17 @@ def _ray(address: str | None, nodes: str | None) -> dict[str, Any]:
     return {"ray": address.strip() if address else None, "ray_nodes": chosen}
 
 
+MAX_WORKERS = 256
+"""Client processes of one machine (or Ray actors): each sends hundreds of streams; more is a typo."""
+
+
 def _count(text: str, flag: str) -> int:
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise ServetuneError(f"{flag} {text!r} is not a positive whole number", f"e.g. {flag} 2")
+    if not 1 <= value <= MAX_WORKERS:
+        raise ServetuneError(f"{flag} {text!r} is not a whole number from 1 to {MAX_WORKERS}", f"e.g. {flag} 2")
     return value
 
 
@@ -312,10 +325,17 @@ def _body(ns: dict[str, Any]) -> dict[str, Any] | None:
     return body or None
 
 
-def _levels(text: str) -> tuple[float, ...]:
+def _levels(text: str, *, closed: bool) -> tuple[float, ...]:
+    """`--sweep`'s levels: concurrencies (whole numbers) unless `--rate` makes them rates."""
     levels = number_list(text, "sweep")
     if not levels or any(v <= 0 for v in levels):
         raise ServetuneError(f"--sweep {text!r}: levels must be positive", "e.g. --sweep 1,2,4,8")
+    bad = [v for v in levels if closed and not (math.isfinite(v) and v == int(v))]
+    if bad:
+        raise ServetuneError(
+            f"--sweep {bad[0]:g}: a sweep of concurrencies takes whole numbers",
+            "e.g. --sweep 1,4,16,64; for rates give --rate with it (--rate 1 --sweep 0.5,1,2)",
+        )
     return tuple(levels)
 
 

@@ -22,19 +22,34 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from servetune.errors import ServetuneError
+from servetune.errors import ServetuneError, from_validation_error
 from servetune.load.shape import LoadShape, Timeouts
 from servetune.load.workload import Dist, FileSource, RequestClass, Workload
 from servetune.metrics.slo import Slos
 
 MAX_CONCURRENCY = 100_000
 """A sanity bound on requests in flight (a typo such as `--concurrency 1000000000` is an error, not a run)."""
+MAX_TOKENS = 10_000_000
+"""Tokens of one request, input or output: the longest context windows served (10M); a typo beyond is an error."""
+MAX_TURNS = 1_000
+"""Turns of one conversation."""
+MAX_RATE = 1_000_000.0
+"""Requests per second of an open loop (inf aside: all at once)."""
+MAX_SECONDS = 7 * 86_400.0
+"""Any phase of a run in seconds (measured, warm-up, cool-down, ramp), and any timeout: a week."""
+RECORD_BYTES = 1_200
+"""Memory one kept request record takes besides its chunk times (measured: 6.3 KB for 128 output tokens)."""
+TOKEN_BYTES = 40
+"""Memory of one output token's chunk time in a kept record (a Python int in a list)."""
+MAX_RECORD_BYTES = 4 * 1024**3
+"""The records a run may keep in memory (every request's record is kept for the summary): 4 GiB."""
 DEFAULT_REQUESTS = 100
 """Measured requests when neither `--requests` nor `--duration` bounds the run."""
 DATASET_NAMES = ("random", "sharegpt", "custom", "prefix_repetition")
@@ -86,19 +101,23 @@ class LoadOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_tokens: int = Field(256, ge=1, description="Input tokens per request (exact with a tokenizer)")
-    output_tokens: int = Field(128, ge=1, description="Output tokens per request")
+    input_tokens: int = Field(256, ge=1, le=MAX_TOKENS, description="Input tokens per request (exact with a tokenizer)")
+    output_tokens: int = Field(128, ge=1, le=MAX_TOKENS, description="Output tokens per request")
     output_std: float = Field(
-        0.0, ge=0, allow_inf_nan=False, description="Output length standard deviation (normal distribution); 0 = fixed"
+        0.0,
+        ge=0,
+        le=MAX_TOKENS,
+        allow_inf_nan=False,
+        description="Output length standard deviation (normal distribution); 0 = fixed",
     )
     range_ratio: float = Field(
         0.0, ge=0, lt=1, description="Input and output lengths uniform in [1-r, 1+r] x the given ones; 0 = fixed"
     )
     prefix_tokens: int = Field(
-        0, ge=0, description="Shared prefix tokens (a long system prompt), counted in input-tokens"
+        0, ge=0, le=MAX_TOKENS, description="Shared prefix tokens (a long system prompt), counted in input-tokens"
     )
-    prefix_groups: int = Field(1, ge=1, description="Number of different shared prefixes")
-    turns: int = Field(1, ge=1, description="Turns per conversation (multi-turn)")
+    prefix_groups: int = Field(1, ge=1, le=MAX_CONCURRENCY, description="Number of different shared prefixes")
+    turns: int = Field(1, ge=1, le=MAX_TURNS, description="Turns per conversation (multi-turn)")
     mix: str | None = Field(None, description="Traffic mix name:weight:in:out,... (instead of input/output tokens)")
     dataset: Path | None = Field(None, description="Requests from a JSONL or ShareGPT JSON file")
     dataset_name: Literal["random", "sharegpt", "custom", "prefix_repetition"] | None = Field(
@@ -108,34 +127,49 @@ class LoadOptions(BaseModel):
     output_control: Literal["ignore_eos", "min_tokens", "none"] = Field(
         "ignore_eos", description="ignore_eos, min_tokens or none"
     )
-    seed: int = Field(0, ge=0, description="Seed of the requests' lengths, texts and arrival times")
+    seed: int = Field(0, ge=0, lt=2**63, description="Seed of the requests' lengths, texts and arrival times")
     concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="Closed loop: requests in flight")
     rate: float | None = Field(
         None, gt=0, description="Open loop: requests per second (inf: all at once, the default without --concurrency)"
     )
     arrival: Literal["poisson", "gamma", "constant"] = Field("poisson", description="poisson, gamma or constant")
     burstiness: float = Field(
-        1.0, gt=0, allow_inf_nan=False, description="Gamma shape (1 = Poisson, <1 burstier; not 1: gamma arrivals)"
+        1.0,
+        gt=0,
+        le=1000,
+        allow_inf_nan=False,
+        description="Gamma shape (1 = Poisson, <1 burstier; not 1: gamma arrivals)",
     )
     max_concurrency: int | None = Field(
         None, ge=1, le=MAX_CONCURRENCY, description="Cap on requests in flight (alone: a closed loop of that many)"
     )
     requests: int | None = Field(None, ge=1, description=f"Measured requests (default {DEFAULT_REQUESTS})")
-    duration: float | None = Field(None, gt=0, allow_inf_nan=False, description="Measured seconds")
+    duration: float | None = Field(None, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Measured seconds")
     warmup_requests: int = Field(0, ge=0, description="Requests before the measured ones (not measured)")
-    warmup_s: float = Field(0.0, ge=0, allow_inf_nan=False, description="Seconds of warm-up (not measured)")
+    warmup_s: float = Field(
+        0.0, ge=0, le=MAX_SECONDS, allow_inf_nan=False, description="Seconds of warm-up (not measured)"
+    )
     cooldown_s: float = Field(
-        0.0, ge=0, allow_inf_nan=False, description="Seconds the load stays on after the measured requests"
+        0.0,
+        ge=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
+        description="Seconds the load stays on after the measured requests",
     )
     ramp_s: float | None = Field(
         None,
         ge=0,
+        le=MAX_SECONDS,
         allow_inf_nan=False,
         description="Closed loop: start the streams spread over this many seconds (default: --warmup-s; 0: at once)",
     )
-    connect_timeout: float = Field(10.0, gt=0, allow_inf_nan=False, description="Seconds to connect")
-    first_token_timeout: float = Field(600.0, gt=0, allow_inf_nan=False, description="Seconds to the first token")
-    inter_token_timeout: float = Field(120.0, gt=0, allow_inf_nan=False, description="Seconds between two tokens")
+    connect_timeout: float = Field(10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Seconds to connect")
+    first_token_timeout: float = Field(
+        600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Seconds to the first token"
+    )
+    inter_token_timeout: float = Field(
+        120.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Seconds between two tokens"
+    )
     goodput: str | None = Field(None, description="SLOs in ms, vLLM syntax: 'ttft:500 tpot:50 e2el:10000'")
     percentiles: str = Field("50,90,95,99", description="Percentiles to report, e.g. 50,90,99.9")
 
@@ -196,8 +230,8 @@ class LoadOptions(BaseModel):
     @field_validator("rate")
     @classmethod
     def _rate(cls, value: float | None) -> float | None:
-        if value is not None and math.isnan(value):
-            raise ValueError("must be a number (inf: all at once)")
+        if value is not None and (math.isnan(value) or MAX_RATE < value < math.inf):
+            raise ValueError(f"must be a number of requests per second up to {MAX_RATE:,.0f} (inf: all at once)")
         return value
 
     @model_validator(mode="after")
@@ -241,6 +275,7 @@ class LoadOptions(BaseModel):
         self.shape()
         self.slos()
         self.percentile_values()
+        self.check_footprint()
         return self
 
     @classmethod
@@ -249,7 +284,7 @@ class LoadOptions(BaseModel):
         try:
             return cls(**values)
         except ValidationError as err:
-            raise _flag_error(err) from None
+            raise from_validation_error(err, name=_flag, fix=_described) from None
 
     @classmethod
     def from_argv(cls, argv: list[str], aliases: dict[str, str] | None = None) -> tuple[LoadOptions, list[str]]:
@@ -339,10 +374,111 @@ class LoadOptions(BaseModel):
             raise ServetuneError(f"--percentiles {self.percentiles!r}: each must be in (0, 100)", "e.g. 50,90,99")
         return tuple(values)
 
+    def at_level(self, level: float) -> LoadOptions:
+        """The same options at another concurrency (a whole number) or rate: a point of a sweep."""
+        if self.rate is not None:
+            return self.model_copy(update={"rate": float(level)})
+        return self.model_copy(update={"concurrency": int(level)})
+
+    def _shortest_output(self) -> int:
+        """The fewest output tokens a request may ask for (1 where a distribution or a file decides)."""
+        if self.dataset is not None or self.output_std:
+            return 1
+        if self.mix:
+            return min(int(c.output_dist.mean) for c in self.classes())
+        return max(1, math.floor(self.output_tokens * (1 - self.range_ratio)))
+
     @property
     def level(self) -> str:
         """The load level in words, for a summary's title."""
         return f"concurrency {self.concurrency}" if self.concurrency is not None else f"rate {self.rate:g}/s"
+
+    def footprint(
+        self, request_floor_s: Callable[[int], float] | None = None, levels: Sequence[float] = ()
+    ) -> Footprint:
+        """What the run would send and keep, known before it starts: conversations x turns requests, each kept as a
+        record for the summary. A closed loop bounded by seconds sends as many as the backend answers, so it is
+        counted only with `request_floor_s`, the shortest a request of so many output tokens can take there (the
+        simulator knows it; a live server does not say); an open loop's arrivals are counted from its rate. A sweep
+        (`levels`: one run per concurrency or rate, all kept) is the sum of its runs."""
+        if levels:
+            sizes = [self.at_level(v).footprint(request_floor_s) for v in levels]
+            return Footprint(sum(f.requests for f in sizes), sum(f.record_bytes for f in sizes))
+        if self.rate is not None:
+            per_s: float | None = self.rate if math.isfinite(self.rate) else None
+        elif request_floor_s:
+            per_s = (self.concurrency or 1) / (self.turns * request_floor_s(self._shortest_output()))
+        else:
+            per_s = None
+
+        def within(seconds: float | None) -> float:
+            return per_s * seconds if per_s is not None and seconds else 0.0
+
+        shape = self.shape()
+        measured = float(shape.requests) if shape.requests is not None else math.inf
+        if shape.duration_s is not None and (per_s is not None or shape.requests is None):
+            measured = min(measured, within(shape.duration_s))
+        conversations = max(self.warmup_requests, within(self.warmup_s)) + measured + within(self.cooldown_s)
+        requests = conversations * self.turns
+        longest = max((c.output_dist.mean for c in self.classes()), default=self.output_tokens)
+        return Footprint(requests=requests, record_bytes=requests * (RECORD_BYTES + TOKEN_BYTES * longest))
+
+    def check_footprint(
+        self,
+        request_floor_s: Callable[[int], float] | None = None,
+        requests_per_s: float | None = None,
+        limit_s: float | None = None,
+        levels: Sequence[float] = (),
+    ) -> Footprint:
+        """Refuses, before it starts, a run whose records would not fit in `MAX_RECORD_BYTES`, or one that a backend
+        doing `requests_per_s` would take longer than `limit_s` to finish, naming the options that size it."""
+        size = self.footprint(request_floor_s, levels)
+        given = [n for n in _SIZING if n in self.model_fields_set and getattr(self, n)]
+        sized_by = " x ".join(f"{_flag(n)} {getattr(self, n)}" for n in given) or f"{DEFAULT_REQUESTS} requests"
+        if levels:
+            sized_by += f" x {len(levels)} sweep levels"
+        fix = "lower " + (", ".join(_flag(n) for n in given) or "--requests")
+        if size.record_bytes > MAX_RECORD_BYTES:
+            fits = int(MAX_RECORD_BYTES / size.record_bytes * size.requests)
+            raise ServetuneError(
+                f"{sized_by} would keep ~{_amount(size.requests)} request records (~{size.record_bytes / 1e9:,.3g} GB);"
+                f" the limit is {MAX_RECORD_BYTES / 1024**3:g} GiB, about {fits:,} requests at these lengths",
+                f"{fix}, or split the run into several",
+            )
+        if requests_per_s and limit_s and size.requests / requests_per_s > limit_s:
+            raise ServetuneError(
+                f"{sized_by} is ~{_amount(size.requests)} requests, ~{_duration(size.requests / requests_per_s)} of"
+                f" work here; the limit is {_duration(limit_s)}, about {int(requests_per_s * limit_s):,} requests",
+                f"{fix}, or split the run into several",
+            )
+        return size
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a run would send and keep, estimated before it starts (`LoadOptions.footprint`)."""
+
+    requests: float
+    """Requests at most, of those known before the run (a live closed loop bounded by seconds counts none)."""
+    record_bytes: float
+    """Memory of their records."""
+
+
+_SIZING = ("requests", "warmup_requests", "duration", "warmup_s", "cooldown_s", "turns", "rate")
+"""The options that size a run, as its refusal names them."""
+
+
+def _amount(n: float) -> str:
+    return "unbounded" if not math.isfinite(n) else f"{n:,.0f}" if n < 1e15 else f"{n:.3g}"
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "forever"
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:,.3g} {unit}"
+    return f"{seconds:.3g} s"
 
 
 def add_arguments(parser: argparse.ArgumentParser, aliases: dict[str, str] | None = None) -> None:
@@ -436,15 +572,10 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _flag_error(err: ValidationError) -> ServetuneError:
-    first = err.errors()[0]
-    name = str(first["loc"][0]) if first["loc"] else ""
-    info = LoadOptions.model_fields.get(name)
-    flag = _flag(name) if name else "load options"
-    return ServetuneError(
-        f"{flag}: {first['msg'][0].lower()}{first['msg'][1:]} (got {first.get('input')!r})",
-        f"{flag}: {info.description}" if info and info.description else None,
-    )
+def _described(flag: str) -> str | None:
+    """The fix of a bad load option: what the option is (its help line)."""
+    info = LoadOptions.model_fields.get(flag.removeprefix("--").replace("-", "_"))
+    return info.description.lower() if info and info.description else None
 
 
 class _Parser(argparse.ArgumentParser):

@@ -36,6 +36,12 @@ from servetune.sim.virtual import (
     VirtualTurn,
 )
 
+REQUESTS_PER_S = 1_000
+"""Simulated requests per second of CPU, the slow end (measured with `estimate` on the 2-core CI machine: 1,150 at
+concurrency 1, up to 2,100 at 64-512): what a run's size is priced with before it starts."""
+RUN_LIMIT_S = 600.0
+"""The longest an `estimate` may compute: a run priced above it is refused before it starts."""
+
 
 class SimBackend:
     """A simulated vLLM deployment, run in process on a virtual clock (see the module docstring).

@@ -8,6 +8,7 @@ startup lines equal the planner's numbers.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,14 @@ class SimDeployment:
     capacity_lines: tuple[str, ...] = ()
     """The planner's `GPU KV cache size` / `Maximum concurrency` lines, formatted as this vLLM version does."""
     notes: tuple[str, ...] = ()
+
+    def request_floor_s(self, output_tokens: int) -> float:
+        """The shortest a request of `output_tokens` can take here: the API server's time and one decode step per
+        token (or per draft window), each step no faster than one sequence's decode over a one-token context —
+        what bounds how many requests a closed loop bounded by seconds sends (`LoadOptions.footprint`)."""
+        step = self.timing.decode_gpu_times(1, 1, 1)[0]
+        steps = math.ceil(output_tokens / (1 + self.limits.num_speculative_tokens))
+        return self.timing.coef.request_overhead_s + steps * step
 
     def startup_lines(self) -> list[str]:
         """vLLM-shaped startup log lines (the engine adapter parses these as it parses vLLM's)."""
