@@ -26,7 +26,7 @@ from servetune.plan.defaults import batch_defaults
 from servetune.plan.fixes import Fix, find_fixes
 from servetune.plan.inputs import inputs_from_flags
 from servetune.plan.placement import place
-from servetune.plan.rules import check
+from servetune.plan.rules import batch_budget, check
 from servetune.plan.speeds import SpeedEstimate, speed_estimates
 from servetune.plan.versions import VllmBehaviour, behaviour
 
@@ -146,6 +146,8 @@ def plan_for(
     if inputs.enable_chunked_prefill is False and not inputs.max_num_batched_tokens:
         mnbt = max(mnbt, inputs.max_model_len or spec.max_position_embeddings)  # whole prompts in one step
     mns = inputs.max_num_seqs or min(mns_default, mnbt)
+    if (budget := batch_budget(mnbt, mns)) is not None:
+        reasons.append(budget)
     derived = spec.max_position_embeddings
     max_len, auto_len = _max_model_len(inputs.max_model_len, derived, cfg.env, reasons, notes)
     if max_len < 1:
@@ -224,6 +226,13 @@ def plan_for(
         behaviour=beh,
         num_gpu_blocks_override=inputs.num_gpu_blocks_override,
     )
+    given_kv = source != "model" or inputs.num_gpu_blocks_override is not None
+    if given_kv and weights + cap.available_kv_bytes > gpu.memory_bytes:
+        flag = "num-gpu-blocks-override" if inputs.num_gpu_blocks_override is not None else source
+        reasons.append(
+            f"a KV cache of {cap.available_kv_bytes / GiB:,.2f} GiB ({flag}) and {weights / GiB:.2f} GiB of weights"
+            f" are more than the GPU's {gpu.memory_bytes / GiB:.2f} GiB: vLLM cannot allocate it"
+        )
     if not cap.fits_one_request and not any("short before any KV" in r for r in reasons):
         reasons.append(_kv_shortfall(cap, avail, max_len))
     low = kvcache.capacity(lay, available_kv_bytes=max(avail - unc, 0), max_model_len=max_len, behaviour=beh)

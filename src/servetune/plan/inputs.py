@@ -83,9 +83,21 @@ def _speculative(value: Any) -> tuple[str | None, int]:
         raise ServetuneError(
             "--speculative-config has no num_speculative_tokens", 'add it, e.g. "num_speculative_tokens": 2'
         )
-    return (str(method) if method else None), _number(tokens, "speculative-config num_speculative_tokens")
+    if isinstance(tokens, float) and not tokens.is_integer():
+        raise ServetuneError(f"--speculative-config: num_speculative_tokens {tokens!r} is not a whole number", "e.g. 2")
+    count = _number(tokens, "speculative-config num_speculative_tokens")
+    if not 0 <= count <= MAX_SPEC_TOKENS:
+        raise ServetuneError(
+            f"--speculative-config: num_speculative_tokens {tokens!r} is not 0 to {MAX_SPEC_TOKENS}",
+            'draft a few tokens per step, e.g. "num_speculative_tokens": 2',
+        )
+    return (str(method) if method else None), count
 
 
+MAX_SPEC_TOKENS = 64
+"""Draft tokens per step (vLLM's drafters propose a handful; 64 is far beyond any that pays)."""
+MAX_PARALLEL = 4096
+"""A parallel size (tensor, pipeline or data): no deployment has more GPUs in one dimension."""
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256, 512)
 """The KV block sizes a user may ask vLLM for (its own choices; hybrid models pick larger ones themselves)."""
 
@@ -139,6 +151,10 @@ def inputs_from_flags(flags: dict[str, Any], *, version: str | None = None) -> P
         ("max_cudagraph_capture_size", "max-cudagraph-capture-size"),
     ):
         _positive(out, field, flag)
+        if field.endswith("parallel_size") and out.get(field, 1) > MAX_PARALLEL:
+            raise ServetuneError(
+                f"--{flag} {out[field]} is more than {MAX_PARALLEL}", f"give --{flag} the GPUs per replica, e.g. 2"
+            )
     if out.get("max_model_len") is not None and out["max_model_len"] != -1 and out["max_model_len"] < 1:
         raise ServetuneError(
             f"--max-model-len must be positive (or auto / -1), got {out['max_model_len']}", "e.g. --max-model-len 32K"

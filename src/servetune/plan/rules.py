@@ -45,6 +45,19 @@ def valid_tp_sizes(spec: ModelSpec, limit: int = 8) -> list[int]:
     return [t for t in (1, 2, 4, 8, 16) if t <= limit and not divisors_ok(spec, t)]
 
 
+def batch_budget(max_num_batched_tokens: int, max_num_seqs: int) -> str | None:
+    """vLLM's `SchedulerConfig` check on the values it runs with (a default included: `--max-num-seqs 10000` alone
+    meets the GPU's default budget of 8192 and vLLM refuses to start): every scheduled sequence needs a token of
+    the step's budget."""
+    if max_num_batched_tokens >= max_num_seqs:
+        return None
+    return (
+        f"max_num_batched_tokens ({max_num_batched_tokens}) must be greater than or equal to max_num_seqs "
+        f"({max_num_seqs}): give --max-num-batched-tokens {max_num_seqs} or more, or --max-num-seqs "
+        f"{max_num_batched_tokens} or less"
+    )
+
+
 def check(spec: ModelSpec, gpu: GPUSpec, num_gpus: int, inputs: PlanInputs) -> RuleReport:
     """Applies the rules for this model, GPU and flags."""
     r = RuleReport(serve_dtype=spec.dtype)
@@ -101,11 +114,6 @@ def check(spec: ModelSpec, gpu: GPUSpec, num_gpus: int, inputs: PlanInputs) -> R
     if util is not None and not 0 < util <= 1:
         r.problems.append(
             f"gpu-memory-utilization must be in (0, 1], got {util} (a fraction of the GPU's total memory)"
-        )
-    if inputs.max_num_seqs and inputs.max_num_batched_tokens and inputs.max_num_batched_tokens < inputs.max_num_seqs:
-        r.problems.append(
-            f"max_num_batched_tokens ({inputs.max_num_batched_tokens}) must be greater than or equal to "
-            f"max_num_seqs ({inputs.max_num_seqs})"
         )
     if inputs.speculative_method in ("mtp", "qwen3_next_mtp", "qwen3_5_mtp", "deepseek_mtp") and not spec.mtp_layers:
         r.problems.append(
