@@ -205,3 +205,30 @@ def test_a_cpu_engine_is_estimated_on_its_calibrated_device(tmp_path: Path) -> N
     del without["estimate"]["calibration"]
     with pytest.raises(ServetuneError, match="estimates need the GPU to simulate"):
         parse_experiment(json.dumps(without))
+
+
+def test_an_impossible_profile_is_refused_and_not_written(tmp_path: Path) -> None:
+    """Runs measured on an H200, calibrated as if on an A100: the fit needs more than the A100's peak bandwidth
+    (it saved 1.19 with fit errors of +333%/+1193%, exit 0). It is refused, exit 1, with the fix, and no file."""
+    write_measured(tmp_path / "A")
+    out = tmp_path / "profile.json"
+    cal = subprocess.run(
+        [sys.executable, "-m", "servetune", "calibrate", str(tmp_path / "A"), "--model", "qwen3.6-27b",
+         "--gpu", "A100-80G-SXM", "--vllm-version", "0.24.0", "--iters", "20", "--out", str(out)],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), timeout=300,
+    )  # fmt: skip
+    assert cal.returncode == 1, cal.stdout + cal.stderr
+    assert "of the hardware's peak (at most 100% is possible)" in cal.stderr and "no profile written" in cal.stderr
+    assert "fix: give the --gpu" in cal.stderr and "Traceback" not in cal.stderr
+    assert not out.exists()
+
+
+def test_a_fit_that_misses_by_more_than_the_bound_is_refused() -> None:
+    from servetune.sim.fitting import MAX_FIT_ERROR, ImpossibleProfile, check_profile
+
+    check_profile(StepCoefficients(), {"A/decode": {"ttft_p50_s": MAX_FIT_ERROR}}, "--gpu H200")
+    with pytest.raises(ImpossibleProfile, match=r"misses A/load output_throughput by \+1193%") as err:
+        check_profile(StepCoefficients(), {"A/load": {"output_throughput": 11.93, "ttft_p50_s": 3.33}}, "--gpu H200")
+    assert err.value.exit_code == 1
+    with pytest.raises(ImpossibleProfile, match="bandwidth 119%"):
+        check_profile(StepCoefficients(efficiency=Efficiency(bandwidth=1.19)), {}, "--gpu H200")

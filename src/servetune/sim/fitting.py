@@ -17,6 +17,20 @@ from servetune.sim.deployment import SimDeployment, build_deployment
 from servetune.sim.flags import parse_sim_args
 from servetune.sim.profile import CalibrationProfile
 from servetune.sim.results import measured_run, point_files, read_flags
+from servetune.sim.steptime import StepCoefficients
+
+MAX_FIT_ERROR = 1.0
+"""The largest miss a saved profile may have on a fitted figure (100%: twice or half the measured TTFT, TPOT or
+throughput). The device campaign's fits miss by 48% at worst (benchmarks/device_campaign/FIDELITY.md); a fit that
+misses by more does not describe the runs, whatever coefficients it found."""
+FRACTIONS = ("bandwidth", "mfu_prefill", "mfu_decode", "link_efficiency")
+"""The coefficients that are shares of the hardware's peak: a real engine reaches at most all of it."""
+
+
+class ImpossibleProfile(ServetuneError):
+    """A fit the runs cannot have produced on the stated hardware: the run failed, nothing is written."""
+
+    exit_code = 1
 
 
 def deployment_for(model: str | Path, gpu: str, vllm_version: str | None, flags: list[str]) -> SimDeployment:
@@ -56,6 +70,9 @@ def calibrate_dirs(
         raise ServetuneError("no measured runs matched", "check --points against the *.jsonl names")
     coef, errors = fit_coefficients(runs, iters=iters)
     first = runs[0].deployment
+    check_profile(
+        coef, errors, f"--model {model} --gpu {gpu}" + (f" --vllm-version {vllm_version}" if vllm_version else "")
+    )
     return CalibrationProfile(
         gpu=first.timing.gpu.name,
         device=gpu,
@@ -66,3 +83,27 @@ def calibrate_dirs(
         fitted_on=[r.name for r in runs if r.scored],
         fit_errors=errors,
     )
+
+
+def check_profile(coef: StepCoefficients, errors: dict[str, dict[str, float]], stated: str) -> None:
+    """Refuses a fit that cannot describe the runs: an efficiency outside (0, 1] (faster than the hardware's peak:
+    the runs ran on another GPU, model or engine than stated) or a fitted figure missed by more than
+    `MAX_FIT_ERROR`."""
+    shares = coef.efficiency.model_dump()
+    over = {name: shares[name] for name in FRACTIONS if not 0 < shares[name] <= 1}
+    if over:
+        name, value = next(iter(over.items()))
+        raise ImpossibleProfile(
+            f"the fit needs {name} {value:.0%} of the hardware's peak (at most 100% is possible): the runs were faster"
+            f" than {stated} can be; no profile written",
+            "give the --gpu, --model and --vllm-version the runs ran with (see each run's flags.txt)",
+        )
+    misses = [(run, k, e) for run, errs in errors.items() for k, e in errs.items() if abs(e) > MAX_FIT_ERROR]
+    if misses:
+        run, key, err = max(misses, key=lambda m: abs(m[2]))
+        raise ImpossibleProfile(
+            f"the best fit misses {run} {key} by {err:+.0%} ({len(misses)} figures beyond ±{MAX_FIT_ERROR:.0%}): the"
+            " simulator with these flags does not describe the runs; no profile written",
+            "check --model, --gpu and --vllm-version against the runs, leave out runs of another setup (--points),"
+            " or raise --iters",
+        )
