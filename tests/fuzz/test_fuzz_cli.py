@@ -3,8 +3,13 @@
 Hypothesis draws a command, a few of its options (read from the CLI itself, so a new option is fuzzed without
 editing this file) and hostile values for them — zero, negatives, NaN, infinities, huge numbers, `1k`, empty,
 unicode, JSON of the wrong shape, missing and binary files, unreachable URLs — and runs `servetune.cli.main(argv)`
-in-process. Allowed outcomes: exit 0, 1 (a run that failed, said so) or 2 (a usage error), an `error:` line for
-every non-zero exit, no Python traceback, no "failed unexpectedly", and done within `BOUND_S`.
+in a forked child bounded in memory and time (`cli_run.py`). Allowed outcomes: exit 0, 1 (a run that failed,
+said so) or 2 (a usage error), an `error:` line for every non-zero exit, no Python traceback, no "failed
+unexpectedly", done within `BOUND_S` and `MEMORY_BYTES`; JSON asked for parses and its figures are in range.
+
+The draws are seeded (`SEED`: every run tries the same inputs) and replay the committed example database first
+(`examples/<command>/`: inputs that once failed), read-only when `CI` is set; `SERVETUNE_FUZZ_EXAMPLES` sets the
+draws per command.
 
 Commands that would serve until stopped (`launch`, `serve`, `mock-server`, `sim-serve`) are fuzzed up to the
 point where they would start (`--show-config`, a model that is not there), and `bench` / `check` aim at a
@@ -20,13 +25,14 @@ from typing import Any
 
 import pytest
 import typer
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, ReadOnlyDatabase
 from typer.core import TyperArgument, TyperOption
 
 from servetune.cli.entry import app
 from servetune.load.options import LoadOptions
 
-from .cli_run import assert_clear, run_cli
+from .cli_run import assert_clear, assert_sensible, run_cli, warm
 
 
 def _closed_port() -> int:
@@ -144,21 +150,39 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-EXAMPLES = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "40"))
+SEED = 23
+DATABASE = Path(__file__).resolve().parent / "examples"
+
+
+def example_database(name: str) -> ExampleDatabase:
+    """The committed examples of one fuzzed test (`examples/<name>/`), read-only in CI."""
+    found = DirectoryBasedExampleDatabase(DATABASE / name)
+    return ReadOnlyDatabase(found) if os.environ.get("CI") else found
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm() -> None:
+    warm()
 
 
 @pytest.mark.parametrize("name", FUZZED)
-def test_every_option_of_every_command(
-    name: str, in_tmp: Path, capsys: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def test_every_option_of_every_command(name: str, in_tmp: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     values = _values(tmp_path_factory.mktemp("inputs"))
 
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @seed(SEED)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=example_database(name),
+    )
     @given(st.data())
     def one(data: st.DataObject) -> None:
         words = _guard(data.draw(st.builds(lambda: None).flatmap(lambda _: _argv_strategy(name, values))))
-        code, err, elapsed = run_cli(words, capsys)
-        assert_clear(words, code, err, elapsed)
+        done = run_cli(words)
+        assert_clear(words, done)
+        assert_sensible(words, done)
 
     one()
 
@@ -195,17 +219,30 @@ PINNED: list[list[str]] = [
     ["check", "--url", "http://[::1", "--model", "m"],  # urlsplit's ValueError (found by the fuzz suite in CI)
     ["launch", "--engine", "nosuch", "--model", "m"],
     ["sim-serve", "qwen3.6-27b", "--time-scale", "0"],
+    # found since: each grew the process without bound, or ended in "failed unexpectedly"
+    ["estimate", "qwen3.6-27b", "--concurrency", "2", "--requests", "999999999999"],
+    ["estimate", "qwen3.6-27b", "--concurrency", "2", "--warmup-requests", "999999999999"],
+    ["estimate", "qwen3.6-27b", "--concurrency", "2", "--duration", "999999999999"],
+    ["estimate", "qwen3.6-27b", "--concurrency", "2", "--turns", "999999999999"],
+    ["estimate", "qwen3.6-27b", "--concurrency", "2", "--max-num-seqs", "10000"],
+    ["estimate", "qwen3.6-27b", "--concurrency", "2", "--kv-cache-memory-bytes", "99999999999999999999999"],
+    ["estimate", "qwen3.6-27b", "--concurrency", "2", "--num-gpu-blocks-override", "999999999999"],
+    ["plan", "--model", "qwen3.6-27b", "--gpu", "H200", "--pipeline-parallel-size", "999999999999"],
+    ["plan", "--model", "qwen3.6-27b", "--gpu", "H200", "--speculative-config", '{"num_speculative_tokens":-1}'],
+    ["plan", "--model", "qwen3.6-27b", "--gpu", "H200", "--speculative-config", '{"num_speculative_tokens":1e308}'],
+    ["bench", "--url", CLOSED, "--model", "m", "--concurrency", "1", "--workers", "999999999999"],
+    ["bench", "--url", CLOSED, "--model", "m", "--sweep", "1.5"],
 ]
 
 
 @pytest.mark.parametrize("words", PINNED, ids=[" ".join(w[:1] + w[-2:]) for w in PINNED])
-def test_the_cases_found_in_0_1(words: list[str], in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, err, elapsed = run_cli(words, capsys)
-    assert_clear(words, code, err, elapsed)
-    assert code != 0 or words[0] in ("plan", "estimate"), f"accepted: {' '.join(words)}"
+def test_the_cases_found_in_0_1(words: list[str], in_tmp: Path) -> None:
+    done = run_cli(words)
+    assert_clear(words, done)
+    assert done.code != 0 or words[0] in ("plan", "estimate"), f"accepted: {' '.join(words)}"
 
 
-def test_binary_inputs_are_clear_errors(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_binary_inputs_are_clear_errors(in_tmp: Path) -> None:
     blob = in_tmp / "blob"
     blob.write_bytes(os.urandom(4096) + b"\xff\xfe\x00")
     cases: list[list[str]] = [
@@ -219,6 +256,21 @@ def test_binary_inputs_are_clear_errors(in_tmp: Path, capsys: pytest.CaptureFixt
     ]
     (in_tmp / "servetune.db").write_bytes(b"SQLite format 3\x00" + os.urandom(2000))
     for words in cases:
-        code, err, elapsed = run_cli(words, capsys)
-        assert_clear(words, code, err, elapsed)
-        assert code != 0, f"accepted binary input: {' '.join(words)}"
+        done = run_cli(words)
+        assert_clear(words, done)
+        assert done.code != 0, f"accepted binary input: {' '.join(words)}"
+
+
+def test_a_command_that_runs_out_of_memory_fails_its_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound holds: a command allocating past `MEMORY_BYTES` ends as a failure of the example (a MemoryError
+    the CLI calls unexpected, or a dead child), and the test process does not grow."""
+    from . import cli_run
+
+    def hungry(words: list[str]) -> None:
+        blocks = [bytearray(256 * 1024**2) for _ in range(4 * cli_run.MEMORY_BYTES // (256 * 1024**2))]
+        print(len(blocks))
+
+    monkeypatch.setattr(cli_run, "main", hungry)
+    done = cli_run.run_cli(["estimate"])
+    with pytest.raises(AssertionError, match=r"traceback|uncaught"):
+        assert_clear(["estimate"], done)

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
-from .cli_run import assert_clear, run_cli
+from .cli_run import assert_clear, run_cli, warm
+from .test_fuzz_cli import SEED, example_database
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "tune"
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.yaml"))
@@ -66,15 +67,20 @@ def mutated(draw: st.DrawFn) -> tuple[str, Any]:
     return source.name, tree
 
 
-RUNS = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "200"))
+RUNS = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "40"))
 
 
-def test_mutated_experiments_are_plans_or_clear_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_mutated_experiments_are_plans_or_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    warm()
 
-    @settings(max_examples=RUNS, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @seed(SEED)
+    @settings(
+        max_examples=RUNS,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=example_database("tune-experiments"),
+    )
     @given(mutated())
     def one(case: tuple[str, Any]) -> None:
         name, tree = case
@@ -82,17 +88,15 @@ def test_mutated_experiments_are_plans_or_clear_errors(
         path.write_text(yaml.safe_dump(tree, allow_unicode=True))
         out = tmp_path / "never-made"
         words = ["tune", str(path), "--check", "--out", str(out)]
-        code, err, elapsed = run_cli(words, capsys)
-        assert_clear([*words, f"# from {name}: {tree!r}"[:2000]], code, err, elapsed)
-        assert code in (0, 2), err
+        done = run_cli(words)
+        assert_clear([*words, f"# from {name}: {tree!r}"[:2000]], done)
+        assert done.code in (0, 2), done.said
         assert not out.exists(), "--check launched or wrote something"
 
     one()
 
 
-def test_duplicate_keys_empty_dimensions_and_zero_time_scale_fail_the_check(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_duplicate_keys_empty_dimensions_and_zero_time_scale_fail_the_check(tmp_path: Path) -> None:
     """Three silent passes of 0.1's `--check`."""
     base = (EXAMPLES_DIR / "qwen36-27b-2xa100-sim.yaml").read_text()
     cases = {
@@ -104,6 +108,6 @@ def test_duplicate_keys_empty_dimensions_and_zero_time_scale_fail_the_check(
     for name, text in cases.items():
         path = tmp_path / f"{name}.yaml"
         path.write_text(text)
-        code, err, elapsed = run_cli(["tune", str(path), "--check"], capsys)
-        assert_clear(["tune", name], code, err, elapsed)
-        assert code == 2, f"{name} passed the check:\n{err}"
+        done = run_cli(["tune", str(path), "--check"])
+        assert_clear(["tune", name], done)
+        assert done.code == 2, f"{name} passed the check:\n{done.said}"
