@@ -94,3 +94,9 @@ def test_real_h200_logs_of_vllm_0_24():
         1_914_227,
         14.6,
     )
+
+
+def test_compile_time_in_vllm_024_words() -> None:
+    """vLLM 0.24 says "took" where earlier versions said "takes" (a line from the H200 tuning table's log)."""
+    line = "(EngineCore pid=992) INFO 12-02 16:03:05 [monitor.py:53] torch.compile took 51.91 s in total"
+    assert parse_vllm_log(line).compile_s == 51.91
