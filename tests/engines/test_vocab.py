@@ -424,3 +424,11 @@ def test_parse_argv_never_fails_without_a_servetune_error(words):
         assert err.fix
     else:
         json.dumps(flags)
+
+
+def test_a_secret_flag_error_never_quotes_its_values() -> None:
+    """vLLM's --api-key is list-valued: keys starting with '-' cannot be written after one flag, and the error
+    that says so must not print the keys."""
+    with pytest.raises(ServetuneError) as caught:
+        to_argv("vllm", {"api-key": ["-sk-canary-1", "-sk-canary-2"]})
+    assert "canary" not in str(caught.value) and "<redacted>" in str(caught.value)

@@ -27,6 +27,7 @@ from typing import Any, cast
 from servetune.engines.config import FlagValue
 from servetune.engines.flagtable import FlagSpec, FlagTable, Kind, table_for
 from servetune.errors import ServetuneError
+from servetune.secrets import is_secret_flag
 
 _VLLM_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _VLLM_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -307,7 +308,8 @@ def _read_value(
         if spec.nargs == "?":
             return j, True
         raise ServetuneError(
-            f"{spec.option} needs a value" + (f", got {argv[j]!r}" if j < len(argv) else " (it is the last word)"),
+            f"{spec.option} needs a value"
+            + (f", got {_shown(spec, argv[j])!r}" if j < len(argv) else " (it is the last word)"),
             f"{spec.option} takes {spec.describe()}"
             + ("" if table.value_always_next else f"; a value starting with '-' is written {spec.option}=VALUE"),
         )
@@ -539,12 +541,17 @@ def _words(table: FlagTable, spec: FlagSpec, value: FlagValue) -> list[str]:
         if not table.value_always_next and any(w.startswith("-") and not _ARGPARSE_NEGATIVE.match(w) for w in items):
             if len(items) != 1:
                 raise ServetuneError(
-                    f"{spec.option}: values starting with '-' ({items}) cannot be written after one flag",
+                    f"{spec.option}: values starting with '-' ({_shown(spec, items)}) cannot be written after one flag",
                     "rename the values, or give one value (it is then written --name=value)",
                 )
             return [f"{spec.option}={items[0]}"]
         return [spec.option, *items]
     return _pair(table, spec.option, _text(value))
+
+
+def _shown(spec: FlagSpec, value: Any) -> Any:
+    """A value as an error message may quote it: a secret flag's words never reach the terminal or a log."""
+    return "<redacted>" if is_secret_flag(spec.option) else value
 
 
 def _pair(table: FlagTable, option: str, word: str) -> list[str]:
