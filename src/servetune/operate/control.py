@@ -133,16 +133,19 @@ def _handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float) -> dict[str, Any]:
-    """Asks the `servetune serve` running in `run_dir` to switch to `cfg`; the outcome, or a ServetuneError."""
+def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float | None = None) -> dict[str, Any]:
+    """Asks the `servetune serve` running in `run_dir` to switch to `cfg`; the outcome, or a ServetuneError.
+    The wait is `timeout_s`, else the one the running serve wrote in its state (its startup timeout, its drain
+    and some slack): the serve's options, not the client's, decide how long a switch may take."""
     try:
         state = json.loads((run_dir / STATE_FILE).read_text())
         token = (run_dir / TOKEN_FILE).read_text().strip()
-    except (OSError, ValueError) as err:
+        wait_s = timeout_s if timeout_s is not None else float(state["switch_timeout_s"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
         raise ServetuneError(
             f"no running `servetune serve` in {run_dir} ({err})", "pass the --run-dir of the running serve"
         ) from err
-    client = ControlClient(state["control_url"], api_key=token, timeouts=ControlTimeouts(total_s=timeout_s))
+    client = ControlClient(state["control_url"], api_key=token, timeouts=ControlTimeouts(total_s=wait_s))
     try:
         status, answer = run_coroutine(client.post_json("/switch", {"config": cfg.model_dump(mode="json")}))
     except ControlError as err:

@@ -3,6 +3,8 @@
 Every state change of a supervised engine, every restart (with its cause and the log excerpt that proves it),
 every failed probe, fallback and switch is one line with a wall-clock time, so an outage can be reconstructed
 afterwards and `jq` can answer "why did it restart at 03:12".  Text passes through the `Redactor` first.
+The events a person at the terminal needs (where the proxy listens, ready, a death or hang, a fallback, a
+switch, the stop) are also told there, one line each (`terminal_line`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +24,11 @@ from servetune.secrets import Redactor
 class EventLog:
     """Appends events to a JSONL file (thread-safe; each line flushed and fsynced: a crash keeps them)."""
 
-    def __init__(self, path: Path, redactor: Redactor | None = None) -> None:
+    def __init__(self, path: Path, redactor: Redactor | None = None, echo: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.redactor = redactor or Redactor()
+        self.echo = echo
+        """Told the terminal line of each event that has one."""
         self._lock = threading.Lock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,11 +46,49 @@ class EventLog:
             self._fh.write(line + "\n")
             self._fh.flush()
             os.fsync(self._fh.fileno())
+        told = terminal_line(event) if self.echo else None
+        if told and self.echo:
+            self.echo(told)
         return event
 
     def close(self) -> None:
         with self._lock:
             self._fh.close()
+
+
+def terminal_line(event: dict[str, Any]) -> str | None:
+    """The line a person at the terminal reads for an event (None: only in the log)."""
+    kind, role = event.get("event"), event.get("role")
+    if kind == "serving":
+        return f"proxy {event.get('proxy_url')} (control {event.get('control_url')}); serving {event.get('origin')}"
+    if kind == "state" and event.get("state") == "ready":
+        took = f" in {event['startup_s']:.1f} s" if isinstance(event.get("startup_s"), int | float) else ""
+        return f"{role} ready{took}: engine pid {event.get('pid')} at {event.get('url')}"
+    if kind == "state" and event.get("state") == "backoff":
+        return f"{role} restarts in {event.get('delay_s')} s (attempt {event.get('attempt')})"
+    if kind == "start_failed":
+        return f"{role} failed to start: {event.get('cause')}: {event.get('excerpt')} (log {event.get('log')})"
+    if kind == "died":
+        return f"{role} engine pid {event.get('pid')} died: {event.get('cause')} (log {event.get('log')})"
+    if kind == "hung":
+        return f"{role} engine pid {event.get('pid')} hung: no answer within {event.get('deadline_s')} s; restarting"
+    if kind == "fallback":
+        return f"{role}: {event.get('failures')} failures in {event.get('window_s')} s: fallback ({event.get('how')})"
+    if kind == "fallback_ready":
+        return f"{role} fallback ready; it gives up: {event.get('gives_up')}"
+    if kind == "switch_started":
+        return f"switch started: {role} starts the new config beside the old one"
+    if kind == "switch_done":
+        return f"switch done in {event.get('total_s')} s: {role} now at {event.get('green_url')}"
+    if kind == "switch_failed":
+        return f"switch failed, nothing changed: {event.get('reason')}"
+    if kind == "stopping":
+        return f"stopping: draining in-flight streams for up to {event.get('drain_s')} s"
+    if kind == "stopped":
+        return f"stopped after a {event.get('drained_s')} s drain; " + (
+            "no process left" if event.get("clean") else "some processes survived (see the stopped event)"
+        )
+    return None
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

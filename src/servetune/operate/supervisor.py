@@ -23,11 +23,9 @@ import queue
 import secrets as pysecrets
 import signal
 import time
-from pathlib import Path
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servetune.control.liveness import ProbeOutcome
 from servetune.engines.config import EngineConfig
@@ -44,6 +42,7 @@ from servetune.operate.liveness import Liveness
 from servetune.operate.metrics import SupervisorMetrics
 from servetune.operate.proxy import Nginx, ProxySettings, upstream_keepalive
 from servetune.operate.role import Hung, Role
+from servetune.operate.serve_options import ServeOptions
 from servetune.operate.sizing import long_prompt_bytes
 from servetune.operate.switch import blue_green
 from servetune.process.logfollow import read_text
@@ -53,48 +52,8 @@ from servetune.secrets import Redactor
 
 TICK_S = 0.05
 """Main-loop period: a dead engine (its process gone) is noticed within this."""
-
-
-class ServeOptions(BaseModel):
-    """How `servetune serve` supervises; every bound is checked before anything starts."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    run_dir: Path
-    listen_port: int | None = Field(None, ge=1, le=65535)
-    control_port: int | None = Field(None, ge=1, le=65535)
-    startup_timeout_s: Sized = Sized(value=600, source="servetune's default startup timeout")
-    liveness_period_s: float = Field(5.0, gt=0, allow_inf_nan=False)
-    liveness_deadline_s: Sized = Sized(value=10, source="servetune's default")
-    liveness_failures: int = Field(2, ge=1)
-    backoff_base_s: float = Field(1.0, gt=0, allow_inf_nan=False)
-    backoff_max_s: float = Field(60.0, gt=0, allow_inf_nan=False)
-    stable_after_s: float = Field(60.0, gt=0, allow_inf_nan=False)
-    """An engine up this long resets the backoff."""
-    crash_loop_failures: int = Field(3, ge=1)
-    crash_loop_window_s: float = Field(300.0, gt=0, allow_inf_nan=False)
-    drain_s: float = Field(30.0, ge=0, allow_inf_nan=False)
-    stop_grace_s: float = Field(10.0, ge=0, allow_inf_nan=False)
-    accept_long_tokens: int | None = Field(None, ge=0)
-    """Prompt tokens of the acceptance probe's long-context step (None: half of max_model_len; 0: skip)."""
-    long_prompt_tokens: int | None = Field(None, ge=1)
-    """Prompts above this many tokens go to the dedicated `long` engine (needs a long config)."""
-    read_timeout: Sized = Sized(value=600, source="no measurement: servetune's default")
-    body_bytes: Sized | None = None
-    """None: from the served max_model_len once the engine is up."""
-
-    @classmethod
-    def build(cls, **values: Any) -> ServeOptions:
-        """Like the constructor, with a bad value reported as a ServetuneError naming the option."""
-        try:
-            return cls(**values)
-        except ValidationError as err:
-            first = err.errors()[0]
-            name = ".".join(str(p) for p in first["loc"])
-            raise ServetuneError(
-                f"bad serve option {name}: {first['msg']} (got {first.get('input')!r})",
-                f"give {name} a valid value (its option in `servetune serve --help`)",
-            ) from None
+SWITCH_SLACK_S = 120.0
+"""A switch takes green's startup, blue's drain, and this for the acceptance probe and the reload."""
 
 
 class _StopNow(BaseException):
@@ -112,6 +71,7 @@ class Supervisor:
         fallback: Fallback | None = None,
         long_cfg: EngineConfig | None = None,
         origin: str = "command line",
+        say: Callable[[str], None] | None = None,
     ) -> None:
         if long_cfg is None and options.long_prompt_tokens is not None:
             raise ServetuneError(
@@ -119,6 +79,8 @@ class Supervisor:
             )
         self.options = options
         self.origin = origin
+        self.say = say
+        """Where the events a person at the terminal needs (proxy URL, ready, restarts, switch, stop) are told."""
         self.roles: dict[str, Role] = {"main": Role("main", cfg, fallback=fallback)}
         if long_cfg is not None:
             self.roles["long"] = Role("long", long_cfg)
@@ -168,13 +130,13 @@ class Supervisor:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ServetuneError(f"cannot create the run folder {self.run_dir}: {err.strerror}") from err
-        self.events = EventLog(self.run_dir / "events.jsonl", self.redactor)
+        self.events = EventLog(self.run_dir / "events.jsonl", self.redactor, echo=self.say)
         port = self.options.listen_port or free_port()
         settings = ProxySettings(
             listen=f"127.0.0.1:{port}",
-            read_timeout=self.options.read_timeout,
-            body_bytes=self.options.body_bytes or Sized(value=1 << 20, source="until an engine says its length"),
-            drain_s=Sized(value=self.options.drain_s, source="--drain-s"),
+            read_timeout=self.options.read_timeout(),
+            body_bytes=self.options.sizing.body_bytes or Sized(value=1 << 20, source="until an engine says its length"),
+            drain_s=Sized(value=self.options.drain_s, source="drain_s"),
             upstream_keepalive=upstream_keepalive(self._engines()),
         )
         self.nginx = Nginx(self.run_dir / "nginx", settings)
@@ -196,6 +158,7 @@ class Supervisor:
             "control_url": self.control.url,
             "events": str(self.events.path),
             "origin": self.origin,
+            "switch_timeout_s": self.options.startup_timeout().value + self.options.drain_s + SWITCH_SLACK_S,
         }
         tmp = self.run_dir / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=1))
@@ -299,7 +262,7 @@ class Supervisor:
         assert self.nginx is not None
         main = self.roles["main"].engine
         update: dict[str, Any] = {}
-        if self.options.body_bytes is None and main is not None and main.facts.max_model_len:
+        if self.options.sizing.body_bytes is None and main is not None and main.facts.max_model_len:
             from servetune.operate.sizing import body_bytes
 
             longest = max((r.engine.facts.max_model_len or 0 for r in self.roles.values() if r.engine), default=0)
@@ -319,14 +282,14 @@ class Supervisor:
             engine = launch(
                 cfg,
                 log_dir=self.run_dir / "logs",
-                startup_timeout_s=self.options.startup_timeout_s.value,
+                startup_timeout_s=self.options.startup_timeout().value,
             )
             self._pending = engine
             verdict = accept(
                 engine,
                 long_tokens=self.options.accept_long_tokens,
                 api_key=cfg.api_key,
-                timeout_s=self.options.startup_timeout_s.value,
+                timeout_s=self.options.startup_timeout().value,
             )
         except EngineLaunchError as err:
             return None, {
@@ -427,7 +390,7 @@ class Supervisor:
             engine.base_url,
             engine.model_name,
             period_s=o.liveness_period_s,
-            deadline_s=o.liveness_deadline_s.value,
+            deadline_s=o.liveness_deadline().value,
             failures=o.liveness_failures,
             api_key=role.cfg.api_key,
             on_result=on_result,
@@ -486,7 +449,7 @@ class Supervisor:
             role=role.name,
             pid=engine.pid,
             cause="hung",
-            deadline_s=self.options.liveness_deadline_s.value,
+            deadline_s=self.options.liveness_deadline().value,
             probe=hung.outcome.detail,
             since_last_ok_s=round(hung.since_ok_s, 3),
             states=sorted({m.state for m in living(_members(engine))}),
