@@ -258,7 +258,7 @@ def plan_for(
     serve, docker = launch_commands(deploy, gpus=num_gpus)
     costs = roofline.model_costs(spec, tp=tp, kv_cache_dtype=inputs.kv_cache_dtype, with_mtp=with_mtp)
     # A config vLLM refuses has no speeds: the verdict comes first, so no length or budget a user mistyped (a
-    # 10^12-token context, a 1-token budget) reaches the roofline (issue 16).
+    # 10^12-token context, a 1-token budget) reaches the roofline.
     speeds = (
         speed_estimates(
             costs,
