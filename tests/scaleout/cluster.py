@@ -10,6 +10,7 @@ never `ray stop` without an address, never a kill by name that would hit someone
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -29,6 +30,11 @@ from servetune.process.ports import free_port
 REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
 START_S = 90.0
+REGISTER_TIMEOUT = "The current node timed out during startup"
+"""What `ray start` says when its raylet has not registered with the GCS within 30 s: a bound fixed in Ray's code
+(ray/_private/node.py, not a setting), which a 2-core machine under a CPU hog can pass while the node is only slow."""
+REGISTER_RETRIES = 1
+"""A node that Ray gave up on for that bound is started once more (its first attempt's processes killed first)."""
 
 
 @dataclass
@@ -37,9 +43,20 @@ class Node:
     proc: subprocess.Popen[bytes]
     log: Path
 
-    def raylet(self) -> psutil.Process:
-        """The node's raylet (a child of its `ray start --block`)."""
-        return next(p for p in psutil.Process(self.proc.pid).children() if p.name() == "raylet")
+    def kill(self) -> None:
+        """The node dies as its machine would: every process of it (its `ray start`, the raylet, the Ray workers and
+        what they started: slots, engines) frozen top-down, then killed. Frozen first, so that none of them acts on
+        the others' deaths (a worker relaying its slot's end, a slot recording its engine's) before all are gone."""
+        try:
+            procs = [psutil.Process(self.proc.pid)]
+            procs += procs[0].children(recursive=True)  # parents before their children
+        except psutil.NoSuchProcess:
+            procs = []
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for proc in procs:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    proc.send_signal(sig)
+        self.proc.wait(timeout=30)
 
 
 @dataclass
@@ -86,17 +103,33 @@ class RayCluster:
             argv += ["--dashboard-port", str(free_port()), "--ray-client-server-port", str(free_port())]
         else:
             argv += ["--address", self.address]
-        log = self.root / f"node{index}.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env(), start_new_session=True)
-        node = Node(address, proc, log)
-        self.nodes.append(node)
-        deadline = time.monotonic() + START_S
-        while b"Ray runtime started" not in log.read_bytes():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"ray node {address} did not start:\n{log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.2)
-        return node
+        log, temp = self.root / f"node{index}.log", str(self.root / f"n{index}")
+        attempts = 0
+        while True:
+            with log.open("wb") as out:
+                proc = subprocess.Popen(
+                    argv, stdout=out, stderr=subprocess.STDOUT, env=self.env(), start_new_session=True
+                )
+            node = Node(address, proc, log)
+            self.nodes.append(node)
+            deadline = time.monotonic() + START_S
+            while b"Ray runtime started" not in log.read_bytes():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            else:
+                return node
+            text, attempts = log.read_text(errors="replace"), attempts + 1
+            if REGISTER_TIMEOUT not in text or attempts > REGISTER_RETRIES:
+                raise RuntimeError(f"ray node {address} did not start:\n{text[-3000:]}")
+            # What the timed-out start left (its `ray start` has exited: its raylet and agents are found by the
+            # node's own temp dir on their command lines), killed before the same node starts once more.
+            node.kill()
+            for left in self.processes():
+                with contextlib.suppress(psutil.Error):
+                    if any(temp in part for part in left.cmdline()):
+                        left.kill()
+            self.nodes.remove(node)
 
     def __enter__(self) -> RayCluster:
         try:

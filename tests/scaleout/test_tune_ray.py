@@ -1,7 +1,7 @@
 """`servetune tune --executor ray` on a real local Ray cluster (head + worker node, `fake_gpu: 1` each) with real
 llama.cpp engines: the same results as `local`, a driver killed mid-run resumed without repeating a finished run,
-and a worker node whose raylet is killed mid-trial — its run recorded failed with the cause, retried on the other
-node, the experiment finished, no engine left anywhere."""
+and a worker node that dies mid-trial (every process of it killed at once, as when its machine goes down) — its run
+recorded failed as `node_lost`, retried on the other node, the experiment finished, no engine left anywhere."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def test_a_lost_node_fails_its_run_with_the_cause_and_it_is_retried_on_the_other
             time.sleep(0.05)
         assert victim is not None, "a variant ran on the worker node"
         before = _runs(db)
-        worker.raylet().kill()  # the node is lost mid-trial
+        worker.kill()  # the node is lost mid-trial
         output = driver.communicate(timeout=300)[0]
         assert driver.returncode == 0, output[-4000:]
     assert not cluster.left([]), "every process of the cluster is gone"

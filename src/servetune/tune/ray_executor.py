@@ -8,9 +8,14 @@ back through the task's generator as it happens, the driver recording each finis
 logs come back at the end of the group (nodes need not share the experiment folder); engines and models must be
 at the same paths on every node, with servetune[ray] installed there at the same version.
 
-A lost node (`NodeDiedError`) or task (any other Ray error) ends the stream with `Lost`: the base records the
-cause and retries the group once on another node (`NodeAffinitySchedulingStrategy`, when one has room), so
-Ray's own task retries are off (`max_retries=0`: a streaming task retried by Ray would replay its messages).
+A stream that ends early ends with `Lost`: `node_lost` when the task's node is gone, else `task_lost`. Which error
+Ray raises when a node dies depends on what its owner learns first (`NodeDiedError` when the dead raylet fails to
+say why the worker died, `WorkerCrashedError` or a relayed end of the slot when the worker's own end comes first),
+so the class is decided by asking about the node itself, not by the error's type: gone when Ray counts it dead or
+when its raylet takes no connection (the port of a killed raylet closes with its process; Ray's health checks say
+so only after several periods). The base records the cause and retries the group once on another node
+(`NodeAffinitySchedulingStrategy`, when one has room), so Ray's own task retries are off (`max_retries=0`: a
+streaming task retried by Ray would replay its messages).
 A driver that dies takes its tasks with it (Ray kills an owner's tasks; the slot and its engine die with the
 task's worker), and `tune --resume` starts over from the store: no finished run is repeated.
 """
@@ -18,6 +23,7 @@ task's worker), and `tune --resume` starts over from the store: no finished run 
 from __future__ import annotations
 
 import contextlib
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,12 +36,31 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from servetune.load.ray_transport import alive_nodes, connect, first_line, node_name
 from servetune.tune.experiment import Experiment
 from servetune.tune.fanout import Fanout, Handle, Job, log_path
-from servetune.tune.relay import End, Logs, Lost, Message
+from servetune.tune.relay import End, Logs, Lost, Message, Placed
 from servetune.tune.slot import Slot, SlotJob
 from servetune.tune.variants import Variant
 
 LOG_TAIL_BYTES = 4 * 2**20
 """Of an engine log bigger than this, the end comes back to the driver (where a failure's proof is)."""
+RAYLET_CONNECT_S = 5.0
+"""A raylet that does not take a TCP connection within this is unreachable: its node is lost (a live raylet's
+kernel accepts at once, however busy the process)."""
+
+
+def gone_node(node_id: str) -> str | None:
+    """The address of node `node_id` when it is gone (Ray counts it dead, or its raylet takes no connection); None
+    while it lives, or when the cluster does not know it."""
+    entry = next((n for n in ray.nodes() if n.get("NodeID") == node_id), None)
+    if entry is None:
+        return None
+    address = str(entry["NodeManagerAddress"])
+    if not entry.get("Alive"):
+        return address
+    try:
+        with socket.create_connection((address, int(entry["NodeManagerPort"])), timeout=RAYLET_CONNECT_S):
+            return None
+    except OSError:
+        return address
 
 
 def _logs(root: Path) -> dict[str, bytes]:
@@ -71,15 +96,28 @@ class _Task:
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
+        self.node: str | None = None
+        """The node the slot runs on, once its `Placed` came."""
 
     def messages(self) -> Iterator[Message]:
         try:
             for ref in self.stream:
-                yield ray.get(ref)
-        except NodeDiedError as err:
+                message = ray.get(ref)
+                if isinstance(message, Placed):
+                    self.node = message.node
+                yield self._lost(message.cause) if isinstance(message, Lost) else message
+        except NodeDiedError as err:  # Ray's own word (the owner learnt it from the node's raylet): no need to ask
             yield Lost("node_lost", first_line(err))
         except RayError as err:
-            yield Lost("task_lost", first_line(err))
+            yield self._lost(first_line(err))
+
+    def _lost(self, cause: str) -> Lost:
+        """`node_lost` when the slot's node is gone (whichever of its ends reached the driver first), else
+        `task_lost`."""
+        address = gone_node(self.node) if self.node else None
+        if address is None:
+            return Lost("task_lost", cause)
+        return Lost("node_lost", f"ray node {address} is gone: {cause}")
 
     def stop(self) -> None:
         with contextlib.suppress(RayError):  # over already, or its node gone: nothing left to cancel
