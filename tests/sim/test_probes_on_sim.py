@@ -12,8 +12,9 @@ from servetune.load.backend import ClientSpec
 from servetune.sim.backend import SimBackend
 from servetune.sim.deployment import build_deployment
 from servetune.sim.flags import parse_sim_args
+from servetune.suite.registry import all_probes
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext, all_probes
+from servetune.suite.spec import ProbeContext
 
 ARGV = ["qwen3.6-27b", "--max-model-len", "32768", "--language-model-only", "--gpu", "H200", "--enable-prefix-caching"]
 SIMULABLE = [name for name, spec in all_probes().items() if spec.simulable]

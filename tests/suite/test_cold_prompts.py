@@ -22,9 +22,10 @@ from servetune.load.workload import Workload
 from servetune.metrics.prometheus import MetricsSnapshot
 from servetune.sim.backend import SimBackend
 from servetune.sim.deployment import deployment_for_config
+from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext, get_probe
+from servetune.suite.spec import ProbeContext
 
 ACCEPT_TOKENS = 512
 """The acceptance probe's long document: four vLLM CPU cache blocks (128 tokens each)."""

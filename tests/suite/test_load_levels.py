@@ -13,8 +13,9 @@ from servetune.load.workload import Workload
 from servetune.metrics.slo import Slos
 from servetune.sim.backend import SimBackend
 from servetune.sim.deployment import deployment_for_config
+from servetune.suite.registry import get_probe
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext, get_probe
+from servetune.suite.spec import ProbeContext
 
 
 class Recording(SimBackend):

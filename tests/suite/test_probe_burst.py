@@ -8,8 +8,9 @@ from typing import Any
 
 from servetune.load.backend import ClientSpec, LiveBackend
 from servetune.suite.params import Probes
+from servetune.suite.registry import all_probes, get_probe, named_objectives
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext, all_probes, get_probe, named_objectives
+from servetune.suite.spec import ProbeContext
 
 
 def test_a_burst_is_drained_and_its_queue_shows(llama_server: Any, tiny_model: Any) -> None:

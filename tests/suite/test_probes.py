@@ -11,9 +11,10 @@ import pytest
 from servetune.load.backend import ClientSpec, LiveBackend
 from servetune.suite.params import Probes
 from servetune.suite.probes._common import UNTIMED_DECODE
+from servetune.suite.registry import all_probes, get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext, all_probes, get_probe
+from servetune.suite.spec import ProbeContext
 
 
 def _ctx(engine: Any, tiny_model: Any, *, seed: int = 7, slos: dict[str, float] | None = None) -> ProbeContext:

@@ -14,9 +14,9 @@ from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec
 from servetune.metrics.slo import wall_clock_slos
+from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import to_simulated_time
-from servetune.suite.spec import get_probe
 from servetune.tune.estimates import ESTIMATE_PROBE, predictor
 from servetune.tune.experiment import Change, Matrix
 from servetune.tune.loader import parse_experiment

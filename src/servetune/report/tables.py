@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servetune.humanize import number
-from servetune.suite.spec import all_probes, figure_spec
+from servetune.suite.registry import all_probes, figure_spec
 from servetune.tune.estimates import ESTIMATE_PROBE
 from servetune.tune.rank import Entry, FigureKey, Ranking
 from servetune.tune.stats import Delta, Estimate, delta, estimate

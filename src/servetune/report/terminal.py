@@ -13,7 +13,7 @@ from pathlib import Path
 from servetune.humanize import number
 from servetune.metrics.slo import BOUNDS
 from servetune.report.tables import changes_text, column_title, delta_text, estimate_text, status_text, tradeoffs
-from servetune.suite.spec import figure_spec
+from servetune.suite.registry import figure_spec
 from servetune.tune.experiment import Experiment
 from servetune.tune.rank import Ranking
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from servetune.control.client import ControlTimeouts
 from servetune.load.backend import ClientSpec, LiveBackend
+from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext, get_probe
+from servetune.suite.spec import ProbeContext
 
 
 async def check_server(

@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from servetune.suite.spec import all_probes
+from servetune.suite.registry import all_probes
 
 
 class ProbesBase(BaseModel):

@@ -10,16 +10,12 @@ their scaling. Adding a probe is adding one module to `servetune.suite.probes` t
 from __future__ import annotations
 
 import hashlib
-import importlib
-import pkgutil
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.errors import ServetuneError
 from servetune.metrics.reconcile import Prompts
 
 if TYPE_CHECKING:
@@ -117,49 +113,12 @@ class ProbeSpec:
         return next((f for f in (*self.figures, *self.point_figures) if f.name == name), None)
 
 
-_REGISTRY: dict[str, ProbeSpec] = {}
+REGISTRY: dict[str, ProbeSpec] = {}
 
 
 def register(spec: ProbeSpec) -> ProbeSpec:
     """Adds a probe to the suite (each module of `servetune.suite.probes` registers its own)."""
-    if spec.name in _REGISTRY and _REGISTRY[spec.name] is not spec:
+    if spec.name in REGISTRY and REGISTRY[spec.name] is not spec:
         raise ValueError(f"probe {spec.name!r} is registered twice")
-    _REGISTRY[spec.name] = spec
+    REGISTRY[spec.name] = spec
     return spec
-
-
-@cache
-def _discover() -> None:
-    from servetune.suite import probes as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
-
-
-def all_probes() -> dict[str, ProbeSpec]:
-    """Every probe, in suite order."""
-    _discover()
-    return dict(sorted(_REGISTRY.items(), key=lambda item: (item[1].order, item[0])))
-
-
-def get_probe(name: str) -> ProbeSpec:
-    import difflib
-
-    probes = all_probes()
-    if name not in probes:
-        close = difflib.get_close_matches(name, probes, n=1)
-        raise ServetuneError(
-            f"unknown probe `{name}`", (f"did you mean `{close[0]}`? " if close else "") + f"use {', '.join(probes)}"
-        )
-    return probes[name]
-
-
-def figure_spec(probe: str, figure: str) -> Figure | None:
-    """A figure's spec by probe and name (None for a probe or figure no spec declares)."""
-    spec = all_probes().get(probe)
-    return spec.figure(figure) if spec else None
-
-
-def named_objectives() -> dict[str, tuple[str, str]]:
-    """`objective: NAME` shorthands → (probe, figure), from every probe's `objectives`."""
-    return {name: (spec.name, figure) for spec in all_probes().values() for name, figure in spec.objectives.items()}

@@ -12,7 +12,7 @@ from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec
 from servetune.metrics.slo import is_latency_slo, slo_problem
 from servetune.plan.inputs import inputs_from_flags
-from servetune.suite.spec import all_probes, named_objectives
+from servetune.suite.registry import all_probes, named_objectives
 from servetune.tune.experiment import Experiment
 from servetune.tune.issues import Issue, KeyPath
 from servetune.tune.variants import CLIENT_PREFIX

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.process.interrupts import run_coroutine
+from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext, get_probe
+from servetune.suite.spec import ProbeContext
 from servetune.tune.experiment import Experiment
 from servetune.tune.order import order_by_estimate, prune_by_estimate
 from servetune.tune.variants import Variant

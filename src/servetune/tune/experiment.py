@@ -18,7 +18,7 @@ from servetune.hardware.gpus import GpuChoice, parse_gpu_arg
 from servetune.load.backend import ClientSpec
 from servetune.plan.placement import Placement, place
 from servetune.suite.params import Probes
-from servetune.suite.spec import figure_spec, named_objectives
+from servetune.suite.registry import figure_spec, named_objectives
 
 
 class _Strict(BaseModel):

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from servetune.metrics.slo import BOUNDS, is_latency_slo
-from servetune.suite.spec import all_probes, figure_spec
+from servetune.suite.registry import all_probes, figure_spec
 from servetune.tune.experiment import Experiment, Objective
 from servetune.tune.result import VariantRecord
 from servetune.tune.stats import Delta, Estimate, delta, estimate

@@ -24,10 +24,11 @@ from servetune.errors import ServetuneError
 from servetune.load.backend import Backend, LiveBackend
 from servetune.metrics.slo import wall_clock_slos
 from servetune.process.interrupts import run_coroutine
+from servetune.suite.registry import get_probe
 from servetune.suite.requests import warm_up
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext, get_probe
+from servetune.suite.spec import ProbeContext
 from servetune.tune.experiment import Experiment
 from servetune.tune.progress import Emit, stopwatch
 from servetune.tune.result import Failure, RunResult, VariantStatus
