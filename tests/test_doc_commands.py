@@ -11,9 +11,10 @@ documents: a CPU-starved client does that on a busy machine). A long-running one
 SIGTERM for serve) sent to its process group, with exit code 0 or 130 and no process of the group left.
 
 The placeholders become real things, built once per module by fixtures: a mock server, an experiment on the
-simulator (`exp.yaml`, named `qwen36` so that `servetune tune exp.yaml` writes the `runs/qwen36` docs/operate.md
-serves), its tuning folder, a bench folder from a short `bench --save-result`, and measured runs for `calibrate`
-(simulated by `estimate --jsonl --json`, the files bench writes). Lines are only ever shortened by flags they
+simulator (`exp.yaml`, named `qwen36`: `servetune tune exp.yaml` writes `runs/qwen36`, the folder the docs then
+report on), a tuning folder of llama.cpp on the tiny model for the lines that serve or deploy `runs/qwen36` (deploy
+writes files for real engines only), a bench folder from a short `bench --save-result`, and measured runs for
+`calibrate` (simulated by `estimate --jsonl --json`, the files bench writes). Lines are only ever shortened by flags they
 already have, or by the flags `APPENDED` adds, each with its reason.
 """
 
@@ -75,6 +76,29 @@ variants:
     changes:
       seqs-4: {max-num-seqs: 4}
 """
+TUNED = """\
+name: tuned
+description: "the tuning folder the docs serve and deploy (runs/qwen36): llama.cpp on the tiny model, two variants"
+engine:
+  engine: llamacpp
+  model: tiny
+  startup_timeout_s: 120
+  flags: {ctx-size: 4096, parallel: 2, threads: 1, metrics: true}
+client: {endpoint: completions, tokenizer: tiny}
+suite:
+  repeats: 1
+  warmup_requests: 1
+  probes:
+    short_latency: {prompt: "Hello", max_tokens: 8}
+    decode_speed: {output_tokens: 32}
+objective: decode_tok_s
+variants:
+  matrix:
+    baseline: llama-2-slots
+    changes:
+      llama-1-slot: {parallel: 1}
+"""
+"""deploy writes files for real engines only, so the folder `serve`/`deploy runs/qwen36` read is a llama.cpp one."""
 ENGINE_CONFIG = "engine: sim\nmodel: qwen3.5-4b\nflags: {gpu: L40S, time-scale: 50, max-model-len: 8192}\n"
 NEW_CONFIG = (
     "engine: sim\nmodel: qwen3.5-4b\nflags: {gpu: L40S, time-scale: 50, max-model-len: 8192, max-num-seqs: 4}\n"
@@ -100,7 +124,7 @@ class Seeds:
 
     @property
     def tuning(self) -> Path:
-        return self.root / "runs" / "qwen36"
+        return self.root / "runs" / "tuned"
 
 
 @dataclass
@@ -235,7 +259,7 @@ def forms(written: str, ctx: Context) -> Iterator[str]:
         for applies, append, _why in APPENDED:
             if applies(words):
                 form = f"{form} {append(ctx)}"
-        if "runs/qwen36" in form.split() or _resumes(words):
+        if "runs/qwen36" in form.split():
             ctx.tuning_folder()
         if re.search(r"\bCOMMAND\b", form):
             yield from (re.sub(r"\bCOMMAND\b", name, form) for name in command_names())
@@ -246,11 +270,6 @@ def forms(written: str, ctx: Context) -> Iterator[str]:
                 "tests/test_doc_commands.py, or mark the doc line (tests/doc_commands.py)"
             )
         yield form
-
-
-def _resumes(words: list[str]) -> bool:
-    """A `tune --resume` (or `--retry-failed`) of the docs' experiment gets its folder to continue."""
-    return words[1] == "tune" and bool({"--resume", "--retry-failed"} & set(words)) and "--out" not in words
 
 
 def command_names() -> list[str]:
@@ -444,7 +463,7 @@ def run_switch(form: str, ctx: Context, env: dict[str, str]) -> None:
     try:
         blue.wait_for(serve_ready(run_dir, before), READY_S)
         done = run(form, ctx.cwd, ONE_SHOT_S, env)
-        assert done.code == 0 and "switched in" in done.out, str(done)
+        assert done.code == 0 and "switched in" in done.out + done.err, str(done)
         assert any(e.get("event") == "switch_done" for e in _events(run_dir)[before:]), str(done)
         code = blue.stop(signal.SIGTERM)
         assert code in (0, 130), f"the switched serve exited {code}:\n{blue.output()[-4000:]}"
@@ -562,7 +581,8 @@ def seeds(tmp_path_factory: pytest.TempPathFactory, mock_url: str, tiny_model: A
     """The tuning folder, the bench folder and the measured runs the lines' placeholders are copied from."""
     root = tmp_path_factory.mktemp("doc-seeds")
     setup_files(root)
-    must("servetune tune exp.yaml", root)
+    (root / "tuned.yaml").write_text(TUNED)
+    must("servetune tune tuned.yaml", root)
     must(
         f"servetune bench --url {mock_url} --model {MOCK_MODEL} --concurrency 4 --requests 16 --save-result "
         "--save-detailed --result-dir results --accept-warnings",
@@ -573,7 +593,7 @@ def seeds(tmp_path_factory: pytest.TempPathFactory, mock_url: str, tiny_model: A
     (measured / "flags.txt").write_text("\n".join(MEASURED_FLAGS) + "\n")
     for point, (concurrency, requests, prompt, output) in MEASURED.items():
         must(
-            f"servetune estimate {SIM_MODEL} {' '.join(MEASURED_FLAGS)} --gpu H200 --vllm-version 0.24.0 "
+            f"servetune estimate {SIM_MODEL} {' '.join(MEASURED_FLAGS)} --gpu H200 "
             f"--concurrency {concurrency} --requests {requests} --input-tokens {prompt} --output-tokens {output} "
             f"--jsonl A/{point}.jsonl --json A/{point}.json",
             root,
@@ -607,7 +627,13 @@ def _sub(command: str) -> str:
 def _launches_engine(command: str) -> bool:
     words = command.split()
     sub = _sub(command)
-    return sub == "launch" or (sub == "check" and "--url" not in words) or (sub == "serve" and "--engine" in words)
+    serves_tuned = sub == "serve" and bool({"runs/qwen36", "DIR", "DIR|CONFIG"} & set(words))
+    return (
+        sub == "launch"
+        or (sub == "check" and "--url" not in words)
+        or (sub == "serve" and "--engine" in words)
+        or serves_tuned
+    )
 
 
 def _params() -> list[Any]:
