@@ -14,10 +14,10 @@ from servetune.demo import DemoRun, Part, choose_folder, demo_experiment, simula
 from servetune.report.files import write_outcome
 from servetune.suite.result import ProbeResult
 from servetune.tune.loop import Outcome
-from servetune.tune.rank import rank
-from servetune.tune.result import RunResult, VariantRecord
-from servetune.tune.sources import source_for
-from servetune.tune.variants import base_config
+from servetune.tune.results.rank import rank
+from servetune.tune.results.result import RunResult, VariantRecord
+from servetune.tune.schema.variants import base_config
+from servetune.tune.search.sources import source_for
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ CODE = """
 import importlib, pkgutil, sys
 import servetune
 import servetune.cli
-ON_RAY = {"servetune.tune.ray_executor", "servetune.load.ray_transport", "servetune.__main__"}
+ON_RAY = {"servetune.tune.execution.ray_executor", "servetune.load.ray_transport", "servetune.__main__"}
 names = sorted(m.name for m in pkgutil.walk_packages(servetune.__path__, "servetune."))
 for name in names:
     if name not in ON_RAY:

@@ -272,8 +272,8 @@ H200_VARIANTS: dict[str, dict[str, Any]] = {
 
 def h200_part() -> dict[str, Any]:
     """The campaign's Qwen3.6-27B grid: measured H1/H2 against the simulator's ranking of all five variants."""
-    from servetune.tune.estimates import predictor
-    from servetune.tune.loader import parse_experiment
+    from servetune.tune.schema.loader import parse_experiment
+    from servetune.tune.search.estimates import predictor
 
     campaign = ROOT / "benchmarks" / "device_campaign"
     manifest = json.loads((campaign / "data" / "manifest.json").read_text())
@@ -432,7 +432,7 @@ def render(res: dict[str, Any]) -> str:
             "The campaign planned five variants and measured two (H1, H2): **H3, H4 and H5 were not measured**, so "
             "(b)'s predictions for them cannot be checked and this is no test of pruning. Objective: the grid "
             f"probe's output tok/s at the highest of c8/c32/c64 whose TTFT p99 is at most {h['slo_ttft_p99_ms']} ms; "
-            "predictions by `tune/estimates.py` with H1's calibration profile (fitted on H1's fit points).",
+            "predictions by `tune/search/estimates.py` with H1's calibration profile (fitted on H1's fit points).",
             "",
             "| variant | flags | predicted tok/s | measured tok/s | c8 / c32 / c64 measured tok/s (TTFT p99 ms) "
             "| engine s |",

@@ -59,8 +59,8 @@ def experiment_text(engine: str, n: int) -> str:
 
 
 def run_once(engine: str, n: int, reorder: bool, root: Path) -> dict:
-    from servetune.tune.loader import parse_experiment
     from servetune.tune.loop import run_experiment
+    from servetune.tune.schema.loader import parse_experiment
 
     exp = parse_experiment(experiment_text(engine, n))
     out = root / f"{engine}-{n}-{'ordered' if reorder else 'declared'}"

@@ -28,13 +28,13 @@ from servetune.report.terminal import (
     tradeoff_lines,
     wrap,
 )
-from servetune.tune.experiment import Experiment
-from servetune.tune.loader import parse_experiment
+from servetune.tune.execution.session import default_launcher
+from servetune.tune.execution.virtual import calibration_source, virtual_launcher
 from servetune.tune.loop import Outcome, fingerprint, run_experiment
-from servetune.tune.progress import Emit, stopwatch
-from servetune.tune.session import default_launcher
-from servetune.tune.store import STORE_NAME, Store
-from servetune.tune.virtual import calibration_source, virtual_launcher
+from servetune.tune.results.progress import Emit, stopwatch
+from servetune.tune.results.store import STORE_NAME, Store
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.loader import parse_experiment
 
 EXAMPLE = "cpu-tiny.yaml"
 SIM_EXAMPLE = "qwen36-27b-2xa100-sim.yaml"

@@ -39,8 +39,8 @@ WARM = (
     "servetune.load.runner",
     "servetune.metrics.summary",
     "servetune.metrics.render",
-    "servetune.tune.loader",
-    "servetune.tune.plan",
+    "servetune.tune.schema.loader",
+    "servetune.tune.search.plan",
 )
 """Modules imported once in the test process, so that each forked command does not import them again."""
 

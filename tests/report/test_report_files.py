@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tune"))
 from tune_synthetic import experiment, records
 
 from servetune.report.files import write_reports
-from servetune.tune.rank import rank
-from servetune.tune.recommend import recommend
+from servetune.tune.results.rank import rank
+from servetune.tune.results.recommend import recommend
 
 
 @pytest.fixture(scope="module")

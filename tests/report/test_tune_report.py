@@ -20,10 +20,10 @@ from tune_synthetic import experiment, records
 from servetune.report.files import write_reports
 from servetune.report.tables import tradeoffs
 from servetune.report.terminal import decision_lines, outcome_lines
-from servetune.tune.experiment import RankingSpec
-from servetune.tune.rank import Ranking, rank
-from servetune.tune.recommend import recommend
-from servetune.tune.result import RunResult, VariantRecord
+from servetune.tune.results.rank import Ranking, rank
+from servetune.tune.results.recommend import recommend
+from servetune.tune.results.result import RunResult, VariantRecord
+from servetune.tune.schema.experiment import RankingSpec
 
 
 def with_a_tradeoff(items: list[VariantRecord]) -> list[VariantRecord]:

@@ -181,8 +181,8 @@ def test_bad_result_files_are_clear_errors(tmp_path: Path) -> None:
 def test_a_cpu_engine_is_estimated_on_its_calibrated_device(tmp_path: Path) -> None:
     """vLLM CPU has no GPU to name: a profile fitted with `--gpu custom:...` carries the device, and `estimate:`
     in an experiment without hardware.gpu simulates it (benchmarks/guided_tuning)."""
-    from servetune.tune.estimates import predictor
-    from servetune.tune.loader import parse_experiment
+    from servetune.tune.schema.loader import parse_experiment
+    from servetune.tune.search.estimates import predictor
 
     device = "custom:mem=6,bw=20,tflops=0.2"
     profile = CalibrationProfile(gpu="custom", device=device, model="tiny", coefficients=StepCoefficients())

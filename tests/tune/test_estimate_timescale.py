@@ -17,14 +17,14 @@ from servetune.metrics.slo import wall_clock_slos
 from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import to_simulated_time
-from servetune.tune.estimates import ESTIMATE_PROBE, predictor
-from servetune.tune.experiment import Change, Matrix
-from servetune.tune.loader import parse_experiment
-from servetune.tune.order import order_by_estimate, prune_by_estimate
-from servetune.tune.result import RunResult
-from servetune.tune.session import time_scale
-from servetune.tune.store import Store
-from servetune.tune.variants import Variant, matrix_variants
+from servetune.tune.execution.session import time_scale
+from servetune.tune.results.result import RunResult
+from servetune.tune.results.store import Store
+from servetune.tune.schema.experiment import Change, Matrix
+from servetune.tune.schema.loader import parse_experiment
+from servetune.tune.schema.variants import Variant, matrix_variants
+from servetune.tune.search.estimates import ESTIMATE_PROBE, predictor
+from servetune.tune.search.order import order_by_estimate, prune_by_estimate
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_EXAMPLE = ROOT / "examples" / "tune" / "qwen36-27b-2xa100-sim.yaml"
@@ -156,7 +156,7 @@ def test_the_store_keeps_the_time_scale_and_reads_old_folders(tmp_path: Path) ->
 
 def test_check_shows_the_estimated_order_and_what_prune_leaves_out() -> None:
     from servetune.tune.loop import default_feasibility
-    from servetune.tune.plan import plan_experiment
+    from servetune.tune.search.plan import plan_experiment
 
     data = yaml.safe_load(_sim_experiment(mode="prune", keep=1))
     changes = data["variants"]["matrix"]["changes"]

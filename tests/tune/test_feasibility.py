@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from servetune.model.bundled import bundled_model
-from servetune.tune.loader import load_experiment
 from servetune.tune.loop import default_feasibility
-from servetune.tune.variants import base_config
+from servetune.tune.schema.loader import load_experiment
+from servetune.tune.schema.variants import base_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tune" / "qwen36-27b-2xa100-r2.yaml"
 QWEN = bundled_model("qwen3.6-27b")

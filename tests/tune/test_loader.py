@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from servetune.errors import ServetuneError
-from servetune.tune.loader import load_experiment, parse_experiment
+from servetune.tune.schema.loader import load_experiment, parse_experiment
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tune"
 
@@ -101,7 +101,7 @@ def test_examples_are_valid() -> None:
 def test_published_schema_is_current() -> None:
     import json
 
-    from servetune.tune.experiment import Experiment
+    from servetune.tune.schema.experiment import Experiment
 
     published = json.loads((EXAMPLES.parents[1] / "docs" / "experiment.schema.json").read_text())
     assert published == Experiment.model_json_schema(), "run: servetune experiment-schema > docs/experiment.schema.json"

@@ -16,11 +16,11 @@ import psutil
 import pytest
 
 from servetune.errors import ServetuneError
-from servetune.tune.experiment import ExecutorSpec
-from servetune.tune.loader import parse_experiment, with_executor
-from servetune.tune.local_gpus import LocalGpusExecutor, host_gpus, pick
+from servetune.tune.execution.local_gpus import LocalGpusExecutor, host_gpus, pick
 from servetune.tune.loop import fingerprint, run_experiment
-from servetune.tune.variants import base_config
+from servetune.tune.schema.experiment import ExecutorSpec
+from servetune.tune.schema.loader import parse_experiment, with_executor
+from servetune.tune.schema.variants import base_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,7 +61,7 @@ def test_slots_are_the_world_size_of_each_launch() -> None:
 def test_check_and_the_run_set_aside_a_launch_wider_than_the_gpus_given(tmp_path: Path) -> None:
     """The plan both `tune --check` and the run use marks a TP8 change infeasible on 4 given GPUs, with the
     reason; the run measures the rest (no launch here: feasibility is stubbed, the launcher refuses)."""
-    from servetune.tune.plan import plan_experiment
+    from servetune.tune.search.plan import plan_experiment
 
     text = TP.format(tp=2).replace("changes: {a: {max-num-seqs: 8}}", "changes: {wide: {tensor-parallel-size: 8}}")
     exp = parse_experiment(text)
@@ -73,7 +73,7 @@ def test_check_and_the_run_set_aside_a_launch_wider_than_the_gpus_given(tmp_path
 
 
 def _variant(exp: object) -> object:
-    from servetune.tune.sources import FixedSource, source_for
+    from servetune.tune.search.sources import FixedSource, source_for
 
     assert not isinstance(exp, str)
     source = source_for(exp.variants.as_stages()[0], base_config(exp), exp.client, "max", None)  # type: ignore[attr-defined]
@@ -210,7 +210,7 @@ def test_a_slot_killed_mid_trial_fails_its_run_and_it_is_retried_on_the_other_gp
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and _stored(tmp_path / "servetune.db") < 3:
             time.sleep(0.05)
-        slots = [p for p in psutil.Process().children() if "servetune.tune.slot" in " ".join(p.cmdline())]
+        slots = [p for p in psutil.Process().children() if "servetune.tune.execution.slot" in " ".join(p.cmdline())]
         os.kill(slots[0].pid, signal.SIGKILL)
         killed.append(slots[0].pid)
 

@@ -6,8 +6,8 @@ from tune_synthetic import experiment, records
 
 from servetune.engines.config import EngineConfig
 from servetune.plan.api import plan_for
-from servetune.tune.rank import rank
-from servetune.tune.recommend import recommend
+from servetune.tune.results.rank import rank
+from servetune.tune.results.recommend import recommend
 
 
 def test_plan_and_tune_print_the_same_commands_for_one_config() -> None:

@@ -6,9 +6,9 @@ import math
 
 from tune_synthetic import experiment, records
 
-from servetune.tune.rank import rank
-from servetune.tune.recommend import recommend
-from servetune.tune.stats import delta, estimate, t975
+from servetune.tune.results.rank import rank
+from servetune.tune.results.recommend import recommend
+from servetune.tune.results.stats import delta, estimate, t975
 
 
 def test_estimate_matches_a_t_interval() -> None:

@@ -9,11 +9,11 @@ import pytest
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.suite.result import ProbeResult
-from servetune.tune.experiment import ClientSpec, Search
-from servetune.tune.result import Failure, RunResult
-from servetune.tune.search import SearchSession
-from servetune.tune.store import Store
-from servetune.tune.variants import Variant
+from servetune.tune.results.result import Failure, RunResult
+from servetune.tune.results.store import Store
+from servetune.tune.schema.experiment import ClientSpec, Search
+from servetune.tune.schema.variants import Variant
+from servetune.tune.search.search import SearchSession
 
 
 def _variant(name: str, seqs: int) -> Variant:

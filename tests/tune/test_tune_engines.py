@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from servetune.report.files import write_outcome
-from servetune.tune.loader import parse_experiment
 from servetune.tune.loop import run_experiment
+from servetune.tune.schema.loader import parse_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.engine
@@ -270,7 +270,7 @@ def test_stages_and_search_build_on_the_previous_winner(tmp_path: Path) -> None:
         stages.setdefault(record.variant.stage, []).append(record)
     assert [len(stages[s]) for s in ("round1", "round2")] == [2, 2]
     assert 1 <= len(stages["round3"]) <= 2
-    from servetune.tune.rank import rank
+    from servetune.tune.results.rank import rank
 
     round1_winner = rank(exp, stages["round1"]).winner.record.variant.config
     base2 = next(r for r in stages["round2"] if r.variant.baseline).variant.config

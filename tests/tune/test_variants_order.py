@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from servetune.engines.config import EngineConfig
-from servetune.tune.experiment import Change, ClientSpec, Grid, Matrix
-from servetune.tune.order import count_launches, order_variants
-from servetune.tune.variants import apply_change, grid_variants, matrix_variants
+from servetune.tune.schema.experiment import Change, ClientSpec, Grid, Matrix
+from servetune.tune.schema.variants import apply_change, grid_variants, matrix_variants
+from servetune.tune.search.order import count_launches, order_variants
 
 BASE = EngineConfig(engine="vllm", model="/m", flags={"max-num-seqs": 2, "kv-cache-dtype": "fp8"})
 

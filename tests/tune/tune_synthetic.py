@@ -9,9 +9,9 @@ import random
 from servetune.engines.config import EngineConfig
 from servetune.load.backend import ClientSpec
 from servetune.suite.result import ProbeResult
-from servetune.tune.loader import parse_experiment
-from servetune.tune.result import Failure, RunResult, VariantRecord
-from servetune.tune.variants import matrix_variants
+from servetune.tune.results.result import Failure, RunResult, VariantRecord
+from servetune.tune.schema.loader import parse_experiment
+from servetune.tune.schema.variants import matrix_variants
 
 EXPERIMENT = """
 name: synthetic-r2

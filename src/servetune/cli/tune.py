@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
 def experiment_schema() -> None:
     """Print the experiment file's JSON schema (published as docs/experiment.schema.json)."""
-    from servetune.tune.experiment import Experiment
+    from servetune.tune.schema.experiment import Experiment
 
     typer.echo(json.dumps(Experiment.model_json_schema(), indent=1))
 
@@ -49,16 +49,16 @@ def tune(
     ),
 ) -> None:
     """Run a tuning experiment: launch each variant, run the suite, rank by the SLOs, write the report."""
-    from servetune.tune.loader import load_experiment, with_executor
+    from servetune.tune.schema.loader import load_experiment, with_executor
 
     exp = with_executor(
         load_experiment(experiment), kind=executor, gpus=gpus, address=ray_address, resource=ray_resource
     )
     folder = out or Path("runs") / exp.name
     if check:
-        from servetune.tune.estimates import predictor
         from servetune.tune.loop import default_feasibility
-        from servetune.tune.plan import plan_experiment
+        from servetune.tune.search.estimates import predictor
+        from servetune.tune.search.plan import plan_experiment
 
         plan = plan_experiment(
             exp,

@@ -22,12 +22,12 @@ from servetune.report.tables import (
     tradeoffs,
 )
 from servetune.secrets import Redactor
-from servetune.tune.environment import environment
-from servetune.tune.experiment import Experiment
 from servetune.tune.loop import Outcome
-from servetune.tune.rank import Entry, Ranking
-from servetune.tune.recommend import Recommendation, recommend
-from servetune.tune.result import VariantRecord
+from servetune.tune.results.environment import environment
+from servetune.tune.results.rank import Entry, Ranking
+from servetune.tune.results.recommend import Recommendation, recommend
+from servetune.tune.results.result import VariantRecord
+from servetune.tune.schema.experiment import Experiment
 
 
 def _finite(value: float) -> float | None:

@@ -24,9 +24,9 @@ from servetune.report.tables import (
     time_scale_note,
     tradeoffs,
 )
-from servetune.tune.experiment import Experiment
-from servetune.tune.rank import Entry, FigureKey, Ranking
-from servetune.tune.recommend import Recommendation
+from servetune.tune.results.rank import Entry, FigureKey, Ranking
+from servetune.tune.results.recommend import Recommendation
+from servetune.tune.schema.experiment import Experiment
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}

@@ -12,9 +12,9 @@ from servetune.metrics.imports import AIPERF_RECORDS, AIPERF_SUMMARY, find_runs,
 from servetune.metrics.runs import BenchRun
 from servetune.report.bench import write_bench_report
 from servetune.report.files import write_ranked
-from servetune.tune.experiment import Experiment
-from servetune.tune.rank import rank
-from servetune.tune.store import STORE_NAME, Store
+from servetune.tune.results.rank import rank
+from servetune.tune.results.store import STORE_NAME, Store
+from servetune.tune.schema.experiment import Experiment
 
 
 def write_report(paths: Sequence[Path], out: Path | None = None) -> dict[str, Path]:

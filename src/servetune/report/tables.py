@@ -12,9 +12,9 @@ from typing import Any
 
 from servetune.humanize import number
 from servetune.suite.registry import all_probes, figure_spec
-from servetune.tune.estimates import ESTIMATE_PROBE
-from servetune.tune.rank import Entry, FigureKey, Ranking
-from servetune.tune.stats import Delta, Estimate, delta, estimate
+from servetune.tune.results.rank import Entry, FigureKey, Ranking
+from servetune.tune.results.stats import Delta, Estimate, delta, estimate
+from servetune.tune.search.estimates import ESTIMATE_PROBE
 
 
 def headline() -> list[FigureKey]:

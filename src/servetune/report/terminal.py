@@ -14,8 +14,8 @@ from servetune.humanize import number
 from servetune.metrics.slo import BOUNDS
 from servetune.report.tables import changes_text, column_title, delta_text, estimate_text, status_text, tradeoffs
 from servetune.suite.registry import figure_spec
-from servetune.tune.experiment import Experiment
-from servetune.tune.rank import Ranking
+from servetune.tune.results.rank import Ranking
+from servetune.tune.schema.experiment import Experiment
 
 
 def terminal_width(width: int | None = None) -> int:

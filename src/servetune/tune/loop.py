@@ -16,18 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servetune.engines.config import EngineConfig
+from servetune.load.backend import ClientSpec
 from servetune.secrets import Redactor
-from servetune.tune.estimates import ESTIMATE_PROBE, Predictor, predictor
-from servetune.tune.executor import Executor, executor_for
-from servetune.tune.experiment import Experiment, Stage
-from servetune.tune.plan import BatchPlan, plan_batch
-from servetune.tune.progress import Emit, Progress
-from servetune.tune.rank import Ranking, rank
-from servetune.tune.result import RunResult, VariantRecord
-from servetune.tune.session import Launcher, LaunchSession, default_launcher
-from servetune.tune.sources import Feasible, SearchSource, VariantSource, source_for
-from servetune.tune.store import FINISHED, STORE_NAME, Store
-from servetune.tune.variants import Variant, base_config
+from servetune.tune.execution.executor import Executor, executor_for
+from servetune.tune.execution.session import Launcher, LaunchSession, default_launcher
+from servetune.tune.results.progress import Emit, Progress
+from servetune.tune.results.rank import Ranking, rank
+from servetune.tune.results.result import RunResult, VariantRecord
+from servetune.tune.results.store import FINISHED, STORE_NAME, Store
+from servetune.tune.schema.experiment import Experiment, Stage
+from servetune.tune.schema.variants import Variant, base_config
+from servetune.tune.search.estimates import ESTIMATE_PROBE, Predictor, predictor
+from servetune.tune.search.plan import BatchPlan, plan_batch
+from servetune.tune.search.sources import Feasible, VariantSource, source_for
 
 
 @dataclass
@@ -168,24 +169,22 @@ class _Loop:
             if winner is not None:
                 base, client = winner.config, winner.client
 
-    def run_stage(self, stage: Stage, base: EngineConfig, client: object, predict: Predictor | None) -> Variant | None:
+    def run_stage(
+        self, stage: Stage, base: EngineConfig, client: ClientSpec, predict: Predictor | None
+    ) -> Variant | None:
         """Runs one stage and returns its winner (the next stage's base), None when nothing qualified."""
-        from servetune.load.backend import ClientSpec
-
-        assert isinstance(client, ClientSpec)
         goal = self.exp.resolved_objective().direction
         source = source_for(stage, base, client, goal, self.feasibility)
-        if isinstance(source, SearchSource):
-            for record in self._stage_records(stage):
-                if record.status in FINISHED:
-                    source.replay(record.variant, self._value(record), record.gpu_minutes)
+        for record in self._stage_records(stage):
+            if record.status in FINISHED:
+                source.resume(record.variant, self._value(record), record.gpu_minutes)
         while True:
             while self.executor.has_room() and (batch := source.ask()):
                 plan = plan_batch(
                     self.exp,
                     batch,
                     feasibility=self.feasibility,
-                    predictor=None if isinstance(source, SearchSource) else predict,
+                    predictor=predict if source.estimates_order else None,
                     reorder=self.reorder,
                 )
                 groups = self._register(plan)
@@ -200,10 +199,9 @@ class _Loop:
                 break
             for variant in finished:
                 self._tell(source, variant)
-        if isinstance(source, SearchSource):
-            for variant, reasons in source.rejected:
-                self.store.add_variant(variant, self.store.next_position())
-                self.store.set_status(variant.key(), "skipped", skip_reasons=reasons)
+        for variant, reasons in source.rejected:
+            self.store.add_variant(variant, self.store.next_position())
+            self.store.set_status(variant.key(), "skipped", skip_reasons=reasons)
         winner = rank(self.exp, self._stage_records(stage)).winner
         return winner.record.variant if winner else None
 

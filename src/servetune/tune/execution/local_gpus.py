@@ -13,9 +13,9 @@ import os
 from collections.abc import Collection, Sequence
 
 from servetune.errors import ServetuneError
-from servetune.tune.experiment import Experiment, describe_gpus, gpu_slots
-from servetune.tune.fanout import Fanout, Handle, Job, log_path
-from servetune.tune.slot import Slot, SlotJob
+from servetune.tune.execution.fanout import Fanout, Handle, Job, log_path
+from servetune.tune.execution.slot import Slot, SlotJob
+from servetune.tune.schema.experiment import Experiment, describe_gpus, gpu_slots
 
 
 def host_gpus(given: Sequence[str] | None) -> tuple[str, ...]:

@@ -21,8 +21,8 @@ from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec
 from servetune.sim.backend import SimBackend
 from servetune.sim.deployment import SimDeployment, deployment_for_config
-from servetune.tune.estimates import load_calibration
-from servetune.tune.experiment import Experiment
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.search.estimates import load_calibration
 
 
 @dataclass

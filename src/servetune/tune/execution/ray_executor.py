@@ -34,11 +34,11 @@ from ray.exceptions import NodeDiedError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from servetune.load.ray_transport import alive_nodes, connect, first_line, node_name
-from servetune.tune.experiment import Experiment
-from servetune.tune.fanout import Fanout, Handle, Job, log_path
-from servetune.tune.relay import End, Logs, Lost, Message, Placed
-from servetune.tune.slot import Slot, SlotJob
-from servetune.tune.variants import Variant
+from servetune.tune.execution.fanout import Fanout, Handle, Job, log_path
+from servetune.tune.execution.relay import End, Logs, Lost, Message, Placed
+from servetune.tune.execution.slot import Slot, SlotJob
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.variants import Variant
 
 LOG_TAIL_BYTES = 4 * 2**20
 """Of an engine log bigger than this, the end comes back to the driver (where a failure's proof is)."""

@@ -16,10 +16,10 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Protocol
 
-from servetune.tune.experiment import Experiment
-from servetune.tune.session import LaunchSession
-from servetune.tune.store import Store
-from servetune.tune.variants import Variant
+from servetune.tune.execution.session import LaunchSession
+from servetune.tune.results.store import Store
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.variants import Variant
 
 
 class Executor(Protocol):
@@ -74,14 +74,14 @@ def executor_for(exp: Experiment) -> Executor:
     """The executor `exp.executor` names (the Ray one connects to its cluster here)."""
     spec = exp.executor
     if spec.kind == "local-gpus":
-        from servetune.tune.local_gpus import LocalGpusExecutor
+        from servetune.tune.execution.local_gpus import LocalGpusExecutor
 
         return LocalGpusExecutor(exp, spec.gpus)
     if spec.kind == "ray":
         from servetune.load.transport import require_ray
 
         require_ray("executor ray")
-        from servetune.tune.ray_executor import RayExecutor
+        from servetune.tune.execution.ray_executor import RayExecutor
 
         return RayExecutor(exp, spec.address, spec.resource)
     return LocalExecutor()

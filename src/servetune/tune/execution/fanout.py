@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Protocol
 
 from servetune.errors import ServetuneError
-from servetune.tune.experiment import Experiment
-from servetune.tune.relay import Call, End, Logs, Lost, Message, Placed, apply
-from servetune.tune.result import Failure, LostAttempt
-from servetune.tune.session import LaunchSession, gpu_minutes, safe_name
-from servetune.tune.store import FINISHED, Store
-from servetune.tune.variants import Variant
+from servetune.tune.execution.relay import Call, End, Logs, Lost, Message, Placed, apply
+from servetune.tune.execution.session import LaunchSession, gpu_minutes, safe_name
+from servetune.tune.results.result import Failure, LostAttempt
+from servetune.tune.results.store import FINISHED, Store
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.variants import Variant
 
 RETRIES = 1
 """A lost slot's group is launched once more (a node that died mid-run is a reason to go elsewhere, not to stop)."""

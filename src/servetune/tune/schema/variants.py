@@ -14,7 +14,7 @@ from servetune.engines.commands import parse_command
 from servetune.engines.config import EngineConfig, FlagValue
 from servetune.engines.vocab import normalize_flags
 from servetune.load.backend import ClientSpec
-from servetune.tune.experiment import Change, Experiment, Grid, Matrix
+from servetune.tune.schema.experiment import Change, Experiment, Grid, Matrix
 
 CLIENT_PREFIX = "client."
 """A grid dimension named `client.<field>` varies a client setting (no engine restart) instead of a flag."""

@@ -19,8 +19,8 @@ from typing import IO, Any
 
 from servetune.errors import ServetuneError
 from servetune.secrets import Redactor
-from servetune.tune.result import Failure, LostAttempt, RunResult, VariantRecord, VariantStatus
-from servetune.tune.variants import Variant
+from servetune.tune.results.result import Failure, LostAttempt, RunResult, VariantRecord, VariantStatus
+from servetune.tune.schema.variants import Variant
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

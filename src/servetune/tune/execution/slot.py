@@ -1,8 +1,8 @@
 """A slot process: one launch group's session as a process of its own, on a GPU set of this host (`local-gpus`)
 or on a Ray node (started there by the Ray task), relaying everything to the driver (`tune.relay`).
 
-`python -m servetune.tune.slot FD` reads one `SlotJob` from the connection on FD (an inherited socket), runs the
-session against a `Relay`, sends `End` and exits. Why a process rather than a thread of the driver:
+`python -m servetune.tune.execution.slot FD` reads one `SlotJob` from the connection on FD (an inherited socket),
+runs the session against a `Relay`, sends `End` and exits. Why a process rather than a thread of the driver:
 CUDA_VISIBLE_DEVICES is per process (the engine inherits the slot's environment); the store keeps one writer;
 and an engine started from a process's main thread dies with that process (PR_SET_PDEATHSIG, which a thread's
 children lose when the thread ends), so a slot that dies — its Ray node lost, its driver killed — takes its
@@ -21,10 +21,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from servetune.process.group import ProcessGroup
-from servetune.tune.experiment import Experiment
-from servetune.tune.relay import End, Lost, Message, Placed, Relay
-from servetune.tune.session import LaunchSession, default_launcher
-from servetune.tune.variants import Variant
+from servetune.tune.execution.relay import End, Lost, Message, Placed, Relay
+from servetune.tune.execution.session import LaunchSession, default_launcher
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.variants import Variant
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Slot:
         ours, theirs = socket.socketpair()
         try:
             group = ProcessGroup.start(
-                [sys.executable, "-m", "servetune.tune.slot", str(theirs.fileno())],
+                [sys.executable, "-m", "servetune.tune.execution.slot", str(theirs.fileno())],
                 log_path=log_path,
                 env=env,
                 pass_fds=(theirs.fileno(),),

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from servetune.metrics.slo import BOUNDS, is_latency_slo
 from servetune.suite.registry import all_probes, figure_spec
-from servetune.tune.experiment import Experiment, Objective
-from servetune.tune.result import VariantRecord
-from servetune.tune.stats import Delta, Estimate, delta, estimate
+from servetune.tune.results.result import VariantRecord
+from servetune.tune.results.stats import Delta, Estimate, delta, estimate
+from servetune.tune.schema.experiment import Experiment, Objective
 
 FigureKey = tuple[str, str]
 """(probe, figure), e.g. ("decode_speed", "output_tok_s")."""

@@ -11,9 +11,8 @@ from typing import Any, Protocol
 
 from servetune.engines.config import EngineConfig
 from servetune.load.backend import ClientSpec
-from servetune.tune.experiment import Search, Stage
-from servetune.tune.search import SearchSession
-from servetune.tune.variants import (
+from servetune.tune.schema.experiment import Search, Stage
+from servetune.tune.schema.variants import (
     Variant,
     apply_change,
     change_from_point,
@@ -22,13 +21,22 @@ from servetune.tune.variants import (
     matrix_variants,
     point_name,
 )
+from servetune.tune.search.search import SearchSession
 
 Feasible = Callable[[EngineConfig], list[str]]
 """Reasons a config cannot run on the experiment's hardware (empty = it fits): the planner's verdict."""
 
 
 class VariantSource(Protocol):
-    """A stage's supply of variants."""
+    """A stage's supply of variants: the whole interface the loop uses, so the loop never asks which source it
+    holds (a new source, random sampling or successive halving, is one class)."""
+
+    estimates_order: bool
+    """The simulator's estimates may order and prune what `ask` gives (a fixed list); a search chooses its own
+    next point, so its batches run as asked."""
+
+    def resume(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
+        """A variant finished in an earlier session (from the store): the source continues where it stopped."""
 
     def ask(self) -> list[Variant]:
         """The next variants to measure; empty when the stage has nothing more to try."""
@@ -36,13 +44,26 @@ class VariantSource(Protocol):
     def tell(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
         """One variant's objective value (None: failed, skipped or missed the SLOs) and what it cost."""
 
+    @property
+    def rejected(self) -> list[tuple[Variant, list[str]]]:
+        """Variants the source chose and the planner refused before any launch, with the reasons."""
+
+    def preview(self) -> tuple[list[Variant], str | None]:
+        """What `tune --check` shows before anything runs: the first batch, and a line for a source whose points
+        are chosen as results arrive (then the batch is empty)."""
+
 
 class FixedSource:
     """A matrix or a grid: every variant at once, in declaration order; nothing to learn."""
 
+    estimates_order = True
+
     def __init__(self, variants: list[Variant]) -> None:
         self._variants = variants
         self._given = False
+
+    def resume(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
+        """Nothing to learn: the store's finished variants are skipped where they are planned."""
 
     def ask(self) -> list[Variant]:
         if self._given:
@@ -53,12 +74,22 @@ class FixedSource:
     def tell(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
         return None
 
+    @property
+    def rejected(self) -> list[tuple[Variant, list[str]]]:
+        """A fixed list's infeasible variants are planned, and recorded, with the rest."""
+        return []
+
+    def preview(self) -> tuple[list[Variant], str | None]:
+        return list(self._variants), None
+
 
 class SearchSource:
     """Bayesian search over the stage's space: one point per ask, within its budget of trials and GPU-minutes.
 
     Points the planner rejects never reach `ask`'s caller: they are told to the sampler as infeasible on the spot
     and kept in `rejected` (the loop records them as skipped)."""
+
+    estimates_order = False
 
     def __init__(
         self, stage: Stage, search: Search, base: EngineConfig, client: ClientSpec, goal: str, feasible: Feasible | None
@@ -83,7 +114,7 @@ class SearchSource:
             changes=describe_change(change, self.base.engine),
         )
 
-    def replay(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
+    def resume(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
         """A trial finished in an earlier session (from the store): the study continues where it stopped."""
         assert self.stage.search is not None
         point = {name: variant.config.flags.get(name) for name in self.stage.search.space}
@@ -103,6 +134,14 @@ class SearchSource:
     @property
     def rejected(self) -> list[tuple[Variant, list[str]]]:
         return [(self.make(point), reasons) for point, reasons in self.session.rejected]
+
+    def preview(self) -> tuple[list[Variant], str | None]:
+        search = self.stage.search
+        assert search is not None
+        return [], (
+            f"search over {', '.join(search.space)} (≤ {search.max_trials} trials, "
+            f"≤ {search.budget_gpu_minutes:g} GPU-minutes); one point at a time"
+        )
 
 
 def source_for(

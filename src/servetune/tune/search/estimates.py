@@ -22,9 +22,9 @@ from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
 from servetune.suite.spec import ProbeContext
-from servetune.tune.experiment import Experiment
-from servetune.tune.order import order_by_estimate, prune_by_estimate
-from servetune.tune.variants import Variant
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.variants import Variant
+from servetune.tune.search.order import order_by_estimate, prune_by_estimate
 
 if TYPE_CHECKING:
     from servetune.sim.profile import CalibrationProfile
@@ -88,13 +88,6 @@ def judge(exp: Experiment, variants: list[Variant], predictions: dict[str, Predi
         notes[variant.key()] = note + (f" (estimate.keep = {spec.keep})" if variant.key() in dropped else "")
     count = sum(1 for v in variants if scores.get(v.key()) is not None)
     return Verdict(order_by_estimate(launch, scores, goal), pruned, notes, count)
-
-
-def estimable(exp: Experiment) -> bool:
-    """The simulator can run the objective's probe, and the probe reports the objective's figure."""
-    objective = exp.resolved_objective()
-    spec = get_probe(objective.probe)
-    return spec.simulable and spec.figure(objective.figure) is not None
 
 
 def load_calibration(path: str | None) -> CalibrationProfile | None:

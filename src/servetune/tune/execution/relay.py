@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from servetune.tune.result import RunResult, VariantStatus
-from servetune.tune.session import LaunchSession
+from servetune.tune.execution.session import LaunchSession
+from servetune.tune.results.result import RunResult, VariantStatus
 
 RECORDER_CALLS = frozenset({"set_status", "add_run"})
 TRACKER_CALLS = frozenset({"say", "launched", "ran", "skip", "variant_done"})

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.suite.result import ProbeResult
-from servetune.tune.variants import Variant
+from servetune.tune.schema.variants import Variant
 
 VariantStatus = Literal["pending", "running", "done", "failed", "skipped"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from servetune.tune.estimates import Prediction, Predictor, judge
-from servetune.tune.experiment import Experiment, HardwareSpec, Stage, describe_gpus, gpu_slots
-from servetune.tune.order import count_launches, order_variants
-from servetune.tune.sources import Feasible, SearchSource, source_for
-from servetune.tune.variants import Variant, base_config
+from servetune.tune.schema.experiment import Experiment, HardwareSpec, Stage, describe_gpus, gpu_slots
+from servetune.tune.schema.variants import Variant, base_config
+from servetune.tune.search.estimates import Prediction, Predictor, judge
+from servetune.tune.search.order import count_launches, order_variants
+from servetune.tune.search.sources import Feasible, source_for
 
 Action = Literal["launch", "estimate_only", "infeasible"]
 
@@ -44,9 +44,6 @@ class BatchPlan:
     @property
     def launches(self) -> int:
         return len(self.launch_groups)
-
-    def by_action(self, action: Action) -> list[PlannedVariant]:
-        return [p for p in self.planned if p.action == action]
 
 
 def plan_batch(
@@ -235,16 +232,7 @@ def plan_experiment(exp: Experiment, *, feasibility: Feasible | None, predictor:
     previous = "experiment"
     for stage in exp.variants.as_stages():
         source = source_for(stage, base, client, goal, feasibility)
-        search = None
-        if isinstance(source, SearchSource):
-            assert stage.search is not None
-            search = (
-                f"search over {', '.join(stage.search.space)} (≤ {stage.search.max_trials} trials, "
-                f"≤ {stage.search.budget_gpu_minutes:g} GPU-minutes); one point at a time"
-            )
-            batch: list[Variant] = []
-        else:
-            batch = source.ask()
+        batch, search = source.preview()
         planned = plan_batch(exp, batch, feasibility=feasibility, predictor=predictor)
         stages.append(StagePlan(stage, previous, planned, count_launches(batch), search))
         previous = stage.name

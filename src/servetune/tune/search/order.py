@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from servetune.tune.variants import Variant
+from servetune.tune.schema.variants import Variant
 
 
 def order_variants(variants: Sequence[Variant]) -> list[Variant]:

@@ -15,9 +15,9 @@ import yaml
 from pydantic import ValidationError
 
 from servetune.errors import ServetuneError, from_validation_error, validation_fix
-from servetune.tune.checks import check_experiment
-from servetune.tune.experiment import ExecutorSpec, Experiment
-from servetune.tune.issues import Issue, KeyPath
+from servetune.tune.schema.checks import check_experiment
+from servetune.tune.schema.experiment import ExecutorSpec, Experiment
+from servetune.tune.schema.issues import Issue, KeyPath
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from servetune.tune.experiment import Dim, Search
+from servetune.tune.schema.experiment import Dim, Search
 
 Feasible = Callable[[dict[str, Any]], list[str]]
 """Reasons a point cannot run (empty = it can): the planner's verdict."""

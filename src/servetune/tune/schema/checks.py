@@ -12,10 +12,10 @@ from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec
 from servetune.metrics.slo import is_latency_slo, slo_problem
 from servetune.plan.inputs import inputs_from_flags
-from servetune.suite.registry import all_probes, named_objectives
-from servetune.tune.experiment import Experiment
-from servetune.tune.issues import Issue, KeyPath
-from servetune.tune.variants import CLIENT_PREFIX
+from servetune.suite.registry import all_probes, get_probe, named_objectives
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.issues import Issue, KeyPath
+from servetune.tune.schema.variants import CLIENT_PREFIX
 
 
 def check_experiment(exp: Experiment) -> list[Issue]:
@@ -67,7 +67,7 @@ def _roofline_issues(exp: Experiment) -> Iterator[Issue]:
         return
     from servetune.plan.api import plan_for
     from servetune.plan.placement import place
-    from servetune.tune.variants import base_config
+    from servetune.tune.schema.variants import base_config
 
     config = base_config(exp)
     placed = place(hardware, config.flags)
@@ -235,14 +235,19 @@ def _profile_device(path: str | None) -> str | None:
         return None
 
 
+def estimable(exp: Experiment) -> bool:
+    """The simulator can run the objective's probe, and the probe reports the objective's figure."""
+    objective = exp.resolved_objective()
+    spec = get_probe(objective.probe)
+    return spec.simulable and spec.figure(objective.figure) is not None
+
+
 def _estimate_issues(exp: Experiment) -> Iterator[Issue]:
     """`estimate:` needs an objective the simulator predicts, a GPU to simulate and a readable profile."""
     spec = exp.estimate
     if spec.mode == "off":
         return
     from pathlib import Path
-
-    from servetune.tune.estimates import estimable
 
     if (not isinstance(exp.objective, str) or exp.objective in named_objectives()) and not estimable(exp):
         objective = exp.resolved_objective()

@@ -16,8 +16,8 @@ from servetune.engines.config import EngineConfig
 from servetune.engines.models import resolve_model
 from servetune.errors import ServetuneError
 from servetune.humanize import number
-from servetune.tune.experiment import Experiment
-from servetune.tune.rank import Ranking
+from servetune.tune.results.rank import Ranking
+from servetune.tune.schema.experiment import Experiment
 
 
 class Recommendation(BaseModel):

@@ -1,6 +1,6 @@
 """The experiment file: what to launch, which suite to run, the SLOs, the objective and the variants.
 
-One pydantic model tree describes the YAML file; `servetune.tune.loader` parses it with line numbers and
+One pydantic model tree describes the YAML file; `servetune.tune.schema.loader` parses it with line numbers and
 turns every validation problem into a `ServetuneError` that names the line and the fix.  The JSON schema
 published in docs/experiment.schema.json is `Experiment.model_json_schema()`.
 """

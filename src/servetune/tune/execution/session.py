@@ -29,11 +29,11 @@ from servetune.suite.requests import warm_up
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
 from servetune.suite.spec import ProbeContext
-from servetune.tune.experiment import Experiment
-from servetune.tune.progress import Emit, stopwatch
-from servetune.tune.result import Failure, RunResult, VariantStatus
-from servetune.tune.variants import Variant
-from servetune.tune.virtual import VirtualEngine
+from servetune.tune.execution.virtual import VirtualEngine
+from servetune.tune.results.progress import Emit, stopwatch
+from servetune.tune.results.result import Failure, RunResult, VariantStatus
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.variants import Variant
 
 if TYPE_CHECKING:
     from servetune.engines.launch import RunningEngine
