@@ -275,3 +275,25 @@ def test_loops_between_rooms_and_between_files_fail(tmp_path: Path) -> None:
 def test_a_room_missing_from_the_floors_is_named(tmp_path: Path) -> None:
     root = _tree(tmp_path, {"base/a.py": "", "new/b.py": "", "loose.py": ""})
     assert survey(root, SMALL).unplaced == ["loose.py", "new"]
+
+
+TUNE_FLOORS: dict[str, int] = {"loop": 4, "execution": 3, "search": 2, "results": 2, "schema": 1}
+"""tune/'s own parts: what the file says (schema) → what to measure next (search) beside what it means (results) →
+measuring it (execution) → the conductor (loop.py)."""
+
+
+def test_tune_parts_import_only_downward() -> None:
+    def part(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "tune" else None
+
+    upward = sorted(
+        f"{a.source} imports {a.target} at line {a.line}"
+        for a in arrows(SRC)
+        if (source := part(a.source)) in TUNE_FLOORS
+        and (target := part(a.target)) in TUNE_FLOORS
+        and TUNE_FLOORS[target] > TUNE_FLOORS[source]
+    )
+    assert upward == [], "imports against tune/'s parts:\n" + "\n".join(upward)
+    placed = {p for m in modules(SRC) if (p := part(m)) is not None}
+    assert placed == set(TUNE_FLOORS), f"tune/ parts missing from TUNE_FLOORS: {sorted(placed - set(TUNE_FLOORS))}"
