@@ -52,11 +52,12 @@ def test_a_second_run_resumes_and_fresh_or_another_experiment_starts_beside(simu
     assert resumed.outcome.out_dir == folder and resumed.outcome.launches == 0, "nothing finished is repeated"
 
 
-LEVELS = {"llama-1-slot": 0, "llama-2-slots": 2, "llama-4-slots": 4, "llama-8-slots": 8}
+LEVELS = {"llama-2-slots": 2, "llama-4-slots": 4, "llama-8-slots": 8}
 
 
 def demo_records() -> list[VariantRecord]:
-    """The demo's variants with load curves shaped like a real run's (five repeats each)."""
+    """The demo's variants with load curves shaped like a real run's (five repeats each): llama-1-slot meets the
+    TTFT SLO at 2 users in its first repeat only, llama-8-slots-no-cont-batching at 8 or 4 users by turns."""
     exp = demo_experiment()
     stage = exp.variants.as_stages()[0]
     variants = source_for(stage, base_config(exp), exp.client, "max", None).ask()
@@ -66,6 +67,8 @@ def demo_records() -> list[VariantRecord]:
         runs = []
         for repeat in range(5):
             capacity = LEVELS.get(variant.name, 8 if repeat % 2 else 4)
+            if variant.name == "llama-1-slot":
+                capacity = 0 if repeat else 2
             points = [
                 {
                     "concurrency": c,
@@ -94,8 +97,13 @@ def test_the_summary_fits_one_screen_and_names_the_decision(simulated: Part, tmp
         lines = summary_lines(run, width)
         assert len(lines) <= 40 and all(len(line) <= width for line in lines), (width, len(lines), lines)
     text = " ".join(" ".join(summary_lines(run, 100)).split())  # wrapped lines read as one text
-    assert "Decision: llama-8-slots (parallel=8)" in text and "vs 2.00 for the baseline llama-2-slots" in text
+    assert "Decision: llama-8-slots (parallel=8)" in text and "Against the baseline llama-2-slots (2.00" in text
     assert "+300% ± " in text and "outside the noise" in text, text
+    tie = "a tie with llama-8-slots-no-cont-batching (5.60 ± 2.7): +43% ± 49% (95% interval), inside the noise"
+    assert tie in text, text
+    assert "the edge of the range tried: parallel=8 is the largest value tried (1, 2, 4, 8)" in text, text
+    one_slot = next(e for e in outcome.ranking.entries if e.record.variant.name == "llama-1-slot")
+    assert one_slot.failures == ["no load_curve level met the latency SLOs in 4 of 5 repeats"], one_slot.failures
     assert "llama-1-slot" in text and "misses SLOs" in text
     assert "Trade-offs" in text and "TPOT" in text and "llama-server" in text and "--parallel 8" in text
     assert "SIMULATED, not measured" in text and "starting fresh in" in text and "`--fresh`" in text

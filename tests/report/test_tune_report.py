@@ -20,7 +20,7 @@ from tune_synthetic import experiment, records
 from servetune.report.files import write_reports
 from servetune.report.tables import tradeoffs
 from servetune.report.terminal import decision_lines, outcome_lines
-from servetune.tune.results.rank import Ranking, rank
+from servetune.tune.results.rank import Edge, Ranking, edges, rank
 from servetune.tune.results.recommend import recommend
 from servetune.tune.results.result import RunResult, VariantRecord
 from servetune.tune.schema.experiment import RankingSpec
@@ -122,3 +122,64 @@ def test_tune_report_in_chromium_at_1280px(report_dir: Path) -> None:
         assert scrolled > 0, "the table is wider than 760 px"
         assert after["left"] == pytest.approx(before["left"], abs=1) and after["right"] <= 760
         loop.run_until_complete(page.screenshot(output_dir() / "tune-report-760-scrolled.png"))
+
+
+def scaled(items: list[VariantRecord], name: str, factor: float) -> list[VariantRecord]:
+    """`name`'s decode speed × factor in every repeat."""
+    out = []
+    for record in items:
+        runs = []
+        for run in record.runs:
+            if record.variant.name == name and run.probe == "decode_speed":
+                figures = {k: v * factor for k, v in run.result.figures.items() if v is not None}
+                run = run.model_copy(update={"result": run.result.model_copy(update={"figures": figures})})
+            runs.append(run)
+        out.append(record.model_copy(update={"runs": runs}))
+    return out
+
+
+def test_the_decision_says_tie_when_the_ranking_does() -> None:
+    """A1 (85 tok/s) and B2 (86 tok/s, with the headroom to meet its SLO) tie; A1 wins as the cheaper: the screen
+    says "a tie" with both figures and the interval before the gain over the baseline."""
+    exp = experiment()
+    items = [r for r in records() if r.variant.name in {"A0", "A1-bf16-kv", "B2-util-0.94"}]
+    items = [
+        r.model_copy(
+            update={
+                "runs": [
+                    run.model_copy(update={"result": run.result.model_copy(update={"figures": {"headroom_pct": 6.0}})})
+                    if run.probe == "memory_headroom"
+                    else run
+                    for run in r.runs
+                ]
+            }
+        )
+        for r in items
+    ]
+    ranked = rank(exp, items)
+    assert ranked.winner is not None and ranked.winner.record.variant.name == "A1-bf16-kv"
+    other = next(e for e in ranked.entries if e.record.variant.name == "B2-util-0.94")
+    assert other.tie_with_winner
+    text = " ".join(" ".join(decision_lines(ranked, 100)).split())
+    assert re.search(
+        r"a tie with B2-util-0\.94 \(8\d\.\d ± [\d.]+\): -\d\.\d% ± [\d.]+% \(95% interval\), inside", text
+    )
+    assert "Against the baseline A0 (7" in text and "outside the noise" in text, text
+    assert "edge of the range" not in text, "kv-cache-dtype is not a number"
+    table = "\n".join(outcome_lines(ranked, {}, width=100))
+    assert "meets SLOs (tie with ★)" in table
+
+
+def test_the_decision_says_when_the_best_is_at_the_edge_of_the_range_tried() -> None:
+    """max-num-seqs 1, 2 (the baseline) and 3 were tried: the winner at 3 is at the largest, at 1 at the smallest."""
+    exp = experiment()
+    items = [r for r in records() if r.variant.name in {"A0", "A2-no-mtp", "D1-same"}]
+    top = rank(exp, scaled(items, "D1-same", 1.3))
+    assert top.winner is not None and top.winner.record.variant.name == "D1-same"
+    assert edges(top) == [Edge("max-num-seqs", 3.0, "largest", [1.0, 2.0, 3.0])]
+    text = " ".join(" ".join(decision_lines(top, 100)).split())
+    assert "The best is at the edge of the range tried: max-num-seqs=3 is the largest value tried (1, 2, 3)" in text
+    bottom = rank(exp, scaled(items, "A2-no-mtp", 2.0))
+    assert [e.side for e in edges(bottom)] == ["smallest"]
+    middle = rank(exp, scaled(scaled(items, "A2-no-mtp", 1.2), "D1-same", 1.0))
+    assert middle.winner is not None and middle.winner.record.variant.name == "A0" and edges(middle) == []

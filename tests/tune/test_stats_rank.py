@@ -6,8 +6,10 @@ import math
 
 from tune_synthetic import experiment, records
 
+from servetune.metrics.slo import missed_repeats, slo_miss
 from servetune.tune.results.rank import rank
 from servetune.tune.results.recommend import recommend
+from servetune.tune.results.result import VariantRecord
 from servetune.tune.results.stats import delta, estimate, t975
 
 
@@ -103,3 +105,48 @@ def test_a_sim_winner_prints_the_real_vllm_command() -> None:
             )
         ).text
     )
+
+
+def with_figure(items: list[VariantRecord], name: str, probe: str, figure: str, values: dict[int, float]) -> list:
+    """The records with `name`'s `probe.figure` set to `values[repeat]` in the repeats given."""
+    out = []
+    for record in items:
+        if record.variant.name != name:
+            out.append(record)
+            continue
+        runs = []
+        for run in record.runs:
+            if run.probe == probe and run.repeat in values:
+                figures = {**run.result.figures, figure: values[run.repeat]}
+                run = run.model_copy(update={"result": run.result.model_copy(update={"figures": figures})})
+            runs.append(run)
+        out.append(record.model_copy(update={"runs": runs}))
+    return out
+
+
+def test_an_slo_is_met_only_when_every_repeat_meets_it() -> None:
+    """A latency SLO the load curve met in 1 repeat of 5, and a memory headroom below its lower bound in 1 repeat
+    of 5 (a mean of 7.0% ≥ 5%), are both misses: the rule is every repeat (slo.missed_repeats)."""
+    exp = experiment()
+    lucky = with_figure(records(repeats=5), "A1-bf16-kv", "load_curve", "goodput_rps", dict.fromkeys(range(1, 5), 0.0))
+    entry = next(e for e in rank(exp, lucky).entries if e.record.variant.name == "A1-bf16-kv")
+    assert entry.rank is None and entry.failures == ["no load_curve level met the latency SLOs in 4 of 5 repeats"]
+    low = with_figure(records(repeats=5), "A1-bf16-kv", "memory_headroom", "headroom_pct", {2: 3.9})
+    entry = next(e for e in rank(exp, low).entries if e.record.variant.name == "A1-bf16-kv")
+    assert entry.rank is None and len(entry.failures) == 1, entry.failures
+    assert "memory headroom 3.9" in entry.failures[0] and entry.failures[0].endswith("in 1 of 5 repeats")
+    every = next(e for e in rank(exp, records(repeats=5)).entries if e.record.variant.name == "B2-util-0.94")
+    assert every.failures[0].endswith("in 5 of 5 repeats"), every.failures
+
+
+def test_one_comparison_judges_a_run_and_a_repeat() -> None:
+    assert slo_miss("ttft_p99_ms", 120.0, 100) == "ttft_p99_ms 120.0 > 100"
+    assert slo_miss("ttft_p99_ms", 100.0, 100) is None
+    assert slo_miss("error_rate", 0.25, 0) == "error rate 0.250 > 0"
+    assert slo_miss("memory_headroom_pct", 6.0, 5) is None
+    assert (
+        slo_miss("memory_headroom_pct", 4.0, 5, "memory headroom", "%")
+        == "memory headroom 4.0% < 5% (memory_headroom_pct)"
+    )
+    assert missed_repeats([True] * 5) is None and missed_repeats([True, False]) == "in 1 of 2 repeats"
+    assert missed_repeats([]) is not None, "nothing measured is not a pass"

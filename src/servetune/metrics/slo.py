@@ -5,12 +5,15 @@ Two kinds, both named as users write them:
   is set: ttft ≤ ttft_ms, tpot ≤ tpot_ms, e2el ≤ e2el_ms (and, beyond vLLM, the largest inter-chunk gap ≤
   max_itl_ms); a request with one output token has no TPOT and passes the TPOT bound, as in vLLM;
 - per run, an experiment's `slos:` (`ttft_p99_ms`, `error_rate`, `memory_headroom_pct`, ...): bounds on a run's
-  percentiles and rates, judged by `Summary.slo_failures` and by the probes that declare the figure they bound.
+  percentiles and rates. One run's figure is judged by `slo_miss` (the one comparison, both directions), a
+  config's repeats by `missed_repeats` (the one rule across repeats: every repeat must meet the bound; see
+  docs/metrics.md, "SLOs across repeats").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,3 +107,28 @@ def wall_clock_slos(slos: dict[str, float], scale: float) -> dict[str, float]:
     """Latency bounds as wall-clock bounds against a server that runs `scale` simulated seconds per second
     (sim-serve's --time-scale); the error rate and the memory headroom do not scale."""
     return {k: v / scale if is_latency_slo(k) else v for k, v in slos.items()}
+
+
+def slo_miss(key: str, value: float, bound: float, label: str | None = None, unit: str = "") -> str | None:
+    """Why one measured value misses its SLO bound, in words (None when it meets it): latency percentiles and
+    the error rate are upper bounds, `memory_headroom_pct` a lower one (`BOUNDS`). The one comparison of a figure
+    with its bound, for one run and for each repeat of a config alike."""
+    lower = BOUNDS.get(key) == "lower"
+    if (value >= bound) if lower else (value <= bound):
+        return None
+    sign = "<" if lower else ">"
+    if key == "error_rate":
+        return f"error rate {value:.3f} {sign} {bound:g}"
+    if label is None:
+        return f"{key} {value:.1f} {sign} {bound:g}"
+    return f"{label} {value:.1f}{unit} {sign} {bound:g}{unit} ({key})"
+
+
+def missed_repeats(met: Sequence[bool]) -> str | None:
+    """SLOs across repeats, the one rule: a config meets an SLO only when every repeat of it meets the SLO (a
+    strict rule, so that "meets SLOs" holds of each run a user would see, not of a lucky one). The miss as
+    "in 4 of 5 repeats" (None when every repeat met it; no repeat at all is a miss: nothing showed it)."""
+    missed = sum(1 for m in met if not m)
+    if met and not missed:
+        return None
+    return f"in {missed} of {len(met)} repeats" if met else "in no repeat measured"

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from servetune.metrics.record import RequestRecord
-from servetune.metrics.slo import LATENCY_SLO_KEY, Slos
+from servetune.metrics.slo import LATENCY_SLO_KEY, Slos, slo_miss
 from servetune.metrics.validity import ClientReport, Validity, check_validity
 
 
@@ -103,16 +103,18 @@ class Summary(BaseModel):
     validity: Validity
 
     def slo_failures(self, slos: Mapping[str, float]) -> list[str]:
-        """Which of an experiment's run-level SLOs this run misses (latency percentiles, error rate)."""
+        """Which of an experiment's run-level SLOs this run misses (latency percentiles, error rate), each judged
+        by `slo.slo_miss`."""
         out = []
         for key, bound in slos.items():
+            value: float | None = None
             if m := LATENCY_SLO_KEY.match(key):
                 stat: Stat = getattr(self, f"{m.group(1)}_ms")
                 value = stat.p(float(m.group(2)))
-                if value is not None and value > bound:
-                    out.append(f"{key} {value:.1f} > {bound:g}")
-            elif key == "error_rate" and self.error_rate > bound:
-                out.append(f"error rate {self.error_rate:.3f} > {bound:g}")
+            elif key == "error_rate":
+                value = self.error_rate
+            if value is not None and (miss := slo_miss(key, value, bound)) is not None:
+                out.append(miss)
         return out
 
 

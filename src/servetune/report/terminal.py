@@ -14,7 +14,8 @@ from servetune.humanize import number
 from servetune.metrics.slo import BOUNDS
 from servetune.report.tables import changes_text, column_title, delta_text, estimate_text, status_text, tradeoffs
 from servetune.suite.registry import figure_spec
-from servetune.tune.results.rank import Ranking
+from servetune.tune.results.rank import Edge, Entry, Ranking, edges
+from servetune.tune.results.stats import delta
 from servetune.tune.schema.experiment import Experiment
 
 
@@ -42,7 +43,10 @@ def outcome_lines(ranking: Ranking, files: dict[str, Path], width: int | None = 
 def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list[str]:
     """What to do, in one sentence: the winner and its objective against the baseline's, with the change and its
     95% interval marked by the ranking's own rule (`Delta.significant`: outside the noise and at least
-    `ranking.min_effect_pct`), or why the baseline stays. Nothing when no variant won (the reason says why)."""
+    `ranking.min_effect_pct`), or why the baseline stays. A variant the ranking ties with the winner is named
+    first, as "a tie" with both figures and the interval (so the screen never claims a gain the ranking calls
+    noise), and a winner whose numeric flag sits at the largest or smallest value tried says so (`rank.edges`).
+    Nothing when no variant won (the reason says why)."""
     winner, base = ranking.winner, ranking.baseline()
     if winner is None or winner.objective is None:
         return []
@@ -63,16 +67,45 @@ def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list
         return wrap(text + ".", width, "", "  ")
     said = f"{head}: {name} ({changes_text(winner)}) — {label}: {number(winner.objective.mean)}{unit}"
     d = winner.deltas.get((objective.probe, objective.figure))
+    tied = [e for e in ranking.entries if e.tie_with_winner and e is not winner and e.objective is not None]
+    ties = "; ".join(_tie_text(ranking, winner, e) for e in tied)
+    edge = [_edge_text(e) for e in edges(ranking)]
     if not base.eligible or base.objective is None or d is None:
         why = "; ".join(base.failures) or status_text(base)
-        return wrap(f"{said}; the baseline {base.record.variant.name}: {why}.", width, "", "  ")
+        text = f"{said}{', ' + ties if ties else ''}; the baseline {base.record.variant.name}: {why}."
+        return wrap(" ".join([text, *edge]), width, "", "  ")
     verdict = "outside the noise" if d.significant else "a tie: inside the noise or below the practical threshold"
     repeats = f"{winner.objective.n} and {base.objective.n} repeats"
-    text = (
-        f"{said} vs {number(base.objective.mean)} for the baseline {base.record.variant.name}: "
-        f"{delta_text(d).lstrip('~')} ± {number(d.half_width_pct, 2)}% (95% interval, {repeats}), {verdict}."
+    change = f"{delta_text(d).lstrip('~')} ± {number(d.half_width_pct, 2)}% (95% interval, {repeats}), {verdict}."
+    if ties:
+        text = (
+            f"{said}, {ties}. Against the baseline {base.record.variant.name} "
+            f"({number(base.objective.mean)}{unit}): {change}"
+        )
+    else:
+        text = f"{said} vs {number(base.objective.mean)} for the baseline {base.record.variant.name}: {change}"
+    return wrap(" ".join([text, *edge]), width, "", "  ")
+
+
+def _tie_text(ranking: Ranking, winner: Entry, other: Entry) -> str:
+    """'a tie with X (6.80 ± 3.3): +18% ± 50% (95% interval), inside the noise or below the practical threshold':
+    the winner against a variant the ranking ties with it, both figures and the interval of the difference, by
+    the ranking's own rule (`Delta.significant`)."""
+    assert winner.objective is not None and other.objective is not None
+    d = delta(winner.objective, other.objective, ranking.min_effect_pct)
+    change = "" if d is None else f": {delta_text(d).lstrip('~')} ± {number(d.half_width_pct, 2)}% (95% interval)"
+    return (
+        f"a tie with {other.record.variant.name} ({estimate_text(other.objective)}){change}, inside the noise or "
+        "below the practical threshold"
     )
-    return wrap(text, width, "", "  ")
+
+
+def _edge_text(edge: Edge) -> str:
+    tried = ", ".join(f"{v:g}" for v in edge.tried)
+    return (
+        f"The best is at the edge of the range tried: {edge.flag}={edge.value:g} is the {edge.side} value "
+        f"tried ({tried}), so a wider range may do better."
+    )
 
 
 def ranking_lines(ranking: Ranking, width: int) -> list[str]:
@@ -91,7 +124,8 @@ def ranking_lines(ranking: Ranking, width: int) -> list[str]:
         d = entry.deltas.get((objective.probe, objective.figure))
         change = "—" if d is None else delta_text(d)
         tie = tie or change.startswith("~")
-        status = status_text(entry) + (" ★" if ranking.winner is entry else "")
+        star = " ★" if ranking.winner is entry else " (tie with ★)" if entry.tie_with_winner else ""
+        status = status_text(entry) + star
         name = _short(entry.record.variant.name, name_w)
         value = _short(estimate_text(entry.objective), value_w)
         row = f"{entry.rank or '-':>3} {name:<{name_w}} {value:>{value_w}} {change:>{delta_w}}  "

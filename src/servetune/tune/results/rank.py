@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from servetune.metrics.slo import BOUNDS, is_latency_slo
+from servetune.metrics.slo import BOUNDS, is_latency_slo, missed_repeats, slo_miss
 from servetune.suite.registry import all_probes, figure_spec
-from servetune.tune.results.result import VariantRecord
+from servetune.tune.results.result import RunResult, VariantRecord
 from servetune.tune.results.stats import Delta, Estimate, delta, estimate
 from servetune.tune.schema.experiment import Experiment, Objective
 
@@ -32,53 +33,88 @@ def aggregate(record: VariantRecord) -> dict[FigureKey, Estimate]:
     return {key: est for key, xs in values.items() if (est := estimate(xs)) is not None}
 
 
-def error_rate(record: VariantRecord) -> float | None:
-    total = sum(run.result.requests for run in record.runs)
-    failed = sum(run.result.failed_requests for run in record.runs)
-    return None if total == 0 else failed / total
+def repeats(record: VariantRecord) -> dict[int, list[RunResult]]:
+    """The variant's runs by repeat (every probe of the suite runs once per repeat)."""
+    out: dict[int, list[RunResult]] = defaultdict(list)
+    for run in record.runs:
+        out[run.repeat].append(run)
+    return dict(sorted(out.items()))
 
 
 def slo_failures(exp: Experiment, record: VariantRecord, figures: dict[FigureKey, Estimate]) -> list[str]:
-    """Why a finished variant misses the SLOs (empty = meets them all). Latency SLOs are judged by a probe that
-    judges them (the load curve: some load level must meet them all, so its goodput is > 0) when the suite ran
-    one, else on the figures the probes declare for that latency metric; run-level bounds on the figures that
-    declare them; the error rate over every request the variant was sent."""
+    """Why a finished variant misses the SLOs (empty = meets them all), each SLO judged in each repeat and the
+    repeats joined by the one rule (`slo.missed_repeats`: every repeat must meet it). In a repeat, latency SLOs
+    are judged by a probe that judges them (the load curve: some load level must meet them all, so its goodput
+    is > 0) when the suite ran one, else on the worst figure the probes declare for that latency metric; lower
+    bounds (memory headroom) on the lowest figure that declares them; the error rate over every request the
+    repeat sent."""
     out: list[str] = []
     probes = all_probes()
+    by_repeat = repeats(record)
     latency = {k: v for k, v in exp.slos.items() if is_latency_slo(k)}
     ran = {probe for probe, _ in figures}
-    judges = [p for p in ran if p in probes and probes[p].judges_latency_slos]
+    judges = sorted(p for p in ran if p in probes and probes[p].judges_latency_slos)
     if latency and judges:
         for probe in judges:
-            goodput = figures.get((probe, "goodput_rps"))
-            if goodput is None or goodput.mean <= 0:
-                out.append(f"no {probe} level met the latency SLOs")
+            met = [_goodput(runs, probe) > 0 for runs in by_repeat.values() if any(r.probe == probe for r in runs)]
+            if (missed := missed_repeats(met)) is not None:
+                out.append(f"no {probe} level met the latency SLOs {missed}")
     elif latency:
         for key, bound in latency.items():
             metric = key.split("_")[0]
-            judged = [est for key_, est in figures.items() if _slo_of(key_) == metric]
-            worst = max((e.mean for e in judged), default=None)
-            if worst is None:
-                out.append(f"{key} was not measured")
-            elif worst > bound:
-                out.append(f"{key} {worst:.1f} > {bound:g}")
+            worst = [_extreme(runs, metric, max) for runs in by_repeat.values()]
+            out += _judged(key, bound, worst)
     if "error_rate" in exp.slos:
-        rate = error_rate(record)
-        if rate is not None and rate > exp.slos["error_rate"]:
-            out.append(f"error rate {rate:.3f} > {exp.slos['error_rate']:g}")
+        rates = [(rate, None) for runs in by_repeat.values() if (rate := error_rate(runs)) is not None]
+        out += _judged("error_rate", exp.slos["error_rate"], rates, unmeasured_ok=True)
     for key, bound in exp.slos.items():
-        if BOUNDS.get(key) != "lower":
-            continue
-        measured = [(key_, est) for key_, est in figures.items() if _slo_of(key_) == key]
-        if not measured:
-            out.append(f"{key} was not measured")
-            continue
-        where, lowest = min(measured, key=lambda item: item[1].mean)
-        if lowest.mean < bound:
-            spec = figure_spec(*where)
-            label, unit = (spec.label, spec.unit) if spec else (key, "")
-            out.append(f"{label} {lowest.mean:.1f}{unit} < {bound:g}{unit} ({key})")
+        if BOUNDS.get(key) == "lower":
+            out += _judged(key, bound, [_extreme(runs, key, min) for runs in by_repeat.values()])
     return out
+
+
+Measured = tuple[float, FigureKey | None]
+"""A repeat's value of an SLO's figure, and the figure it was read from (None for the error rate)."""
+
+
+def _judged(key: str, bound: float, values: Sequence[Measured | None], unmeasured_ok: bool = False) -> list[str]:
+    """One SLO over the repeats' values (None where a repeat did not measure it), by `slo.missed_repeats`; the
+    worst value is named."""
+    pairs = [v for v in values if v is not None]
+    if not pairs:
+        return [] if unmeasured_ok else [f"{key} was not measured"]
+    met = [slo_miss(key, value, bound) is None for value, _ in pairs]
+    missed = missed_repeats(met)
+    if missed is None:
+        return []
+    lower = BOUNDS.get(key) == "lower"
+    value, where = (min if lower else max)(pairs, key=lambda p: p[0])
+    spec = figure_spec(*where) if where is not None else None
+    text = slo_miss(key, value, bound, spec.label, spec.unit) if spec is not None else slo_miss(key, value, bound)
+    return [f"{text} {missed}"]
+
+
+def _goodput(runs: list[RunResult], probe: str) -> float:
+    values = [r.result.figures.get("goodput_rps") for r in runs if r.probe == probe and r.result.ok]
+    return max((v for v in values if v is not None and math.isfinite(v)), default=0.0)
+
+
+def _extreme(runs: list[RunResult], slo: str, pick: Callable[..., Measured]) -> Measured | None:
+    """The highest (`max`) or lowest (`min`) figure of one repeat that declares `slo`, with where it is."""
+    found: list[Measured] = [
+        (value, (run.probe, name))
+        for run in runs
+        if run.result.ok
+        for name, value in run.result.figures.items()
+        if value is not None and math.isfinite(value) and _slo_of((run.probe, name)) == slo
+    ]
+    return pick(found, key=lambda f: f[0]) if found else None
+
+
+def error_rate(runs: list[RunResult]) -> float | None:
+    """Failed requests / requests sent over the runs (None when they sent none)."""
+    total = sum(run.result.requests for run in runs)
+    return None if total == 0 else sum(run.result.failed_requests for run in runs) / total
 
 
 def _slo_of(key: FigureKey) -> str | None:
@@ -158,6 +194,51 @@ def rank(exp: Experiment, records: list[VariantRecord]) -> Ranking:
         entry.tie_with_winner = True
     reason = _reason(objective, leader, winner, ties)
     return Ranking(objective, _ordered(entries, eligible), winner, reason, threshold)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A flag the winner changes whose value is the largest or smallest of the values tried for it in the
+    winner's stage: the best may lie beyond the range, so the range is worth widening."""
+
+    flag: str
+    value: float
+    side: str
+    """"largest" or "smallest"."""
+    tried: list[float]
+
+
+def edges(ranking: Ranking) -> list[Edge]:
+    """The winner's changed numeric flags at the edge of the values its stage measured (baseline included);
+    none for the baseline, for a flag with one value tried, or for a non-numeric flag."""
+    winner = ranking.winner
+    if winner is None:
+        return []
+    stage = [
+        e
+        for e in ranking.entries
+        if e.record.variant.stage == winner.record.variant.stage and e.record.status == "done"
+    ]
+    out = []
+    for flag, raw in winner.record.variant.changes.items():
+        value = _numeric(raw)
+        tried = sorted({v for e in stage if (v := _numeric(e.record.variant.config.flags.get(flag))) is not None})
+        if value is None or len(tried) < 2:
+            continue
+        if value in (tried[0], tried[-1]):
+            out.append(Edge(flag, value, "largest" if value == tried[-1] else "smallest", tried))
+    return out
+
+
+def _numeric(value: object) -> float | None:
+    """A flag's value as a number, when it is one (booleans and words are not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _ordered(entries: list[Entry], eligible: list[Entry]) -> list[Entry]:
