@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -108,6 +110,41 @@ def test_executor_keys_and_options() -> None:
     assert fingerprint(moved) == fingerprint(exp), "where it runs is not the experiment: a resume may move it"
     with pytest.raises(ServetuneError, match="gpus is for executor local-gpus"):
         with_executor(exp, kind="local", gpus="0")
+
+
+def test_gpu_ids_that_cuda_visible_devices_cannot_take_are_refused(tmp_path: Path) -> None:
+    exp = parse_experiment(TP.format(tp=1))
+    assert with_executor(exp, kind="local-gpus", gpus="GPU-5e1a-77,MIG-9f/1/0").executor.gpus == (
+        "GPU-5e1a-77",
+        "MIG-9f/1/0",
+    )
+    for bad in ("x", "0,x", "-1", "0.5"):
+        with pytest.raises(ServetuneError, match=r"GPU indices \(0, 1, \.\.\.\) or UUIDs") as err:
+            with_executor(exp, kind="local-gpus", gpus=bad)
+        assert "--gpus" in err.value.fix
+    path = tmp_path / "exp.yaml"
+    path.write_text(TP.format(tp=1))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "servetune",
+            "tune",
+            str(path),
+            "--out",
+            str(tmp_path / "out"),
+            "--executor",
+            "local-gpus",
+            "--gpus",
+            "x",
+            "--check",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "'x'" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_launcher_goes_with_the_local_executor_only(tmp_path: Path) -> None:

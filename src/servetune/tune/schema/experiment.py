@@ -7,6 +7,7 @@ published in docs/experiment.schema.json is `Experiment.model_json_schema()`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -102,6 +103,10 @@ class HardwareSpec(_Strict):
 
 ExecutorKind = Literal["local", "local-gpus", "ray"]
 
+# A CUDA_VISIBLE_DEVICES entry: an index, or a GPU's or MIG instance's UUID. CUDA stops reading the list at the
+# first entry it does not understand, so any other text would hide GPUs from a slot without a word.
+_GPU_ID = re.compile(r"\d+|(?:GPU|MIG)-[0-9A-Za-z/-]+")
+
 
 class ExecutorSpec(_Strict):
     """Where the launch groups run (`executor:`, or `tune --executor`): one after another here (`local`), side by
@@ -136,6 +141,12 @@ class ExecutorSpec(_Strict):
             raise ValueError(f"gpus is for executor local-gpus (the executor is {self.kind})")
         if self.gpus is not None and (not self.gpus or len(set(self.gpus)) != len(self.gpus) or "" in self.gpus):
             raise ValueError(f"gpus must list distinct GPU ids, e.g. [0, 1] (got {list(self.gpus)})")
+        not_ids = [g for g in self.gpus or () if not _GPU_ID.fullmatch(g)]
+        if not_ids:
+            raise ValueError(
+                f"gpus must be GPU indices (0, 1, ...) or UUIDs (GPU-..., MIG-...), as CUDA_VISIBLE_DEVICES takes them"
+                f" (got {', '.join(repr(g) for g in not_ids)})"
+            )
         if (self.address is not None or self.resource != "GPU") and self.kind != "ray":
             raise ValueError(f"address and resource are for executor ray (the executor is {self.kind})")
         return self
