@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servetune.engines.config import EngineConfig
+from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec
 from servetune.secrets import Redactor
 from servetune.tune.execution.executor import Executor, executor_for
@@ -107,6 +108,20 @@ def _missing_model(config: EngineConfig) -> list[str]:
     return []
 
 
+def _refuse_resume_without_store(out_dir: Path) -> None:
+    """A resume into a folder that holds an earlier run's files but not its store would start again from nothing
+    and write its results over the earlier ones; an absent or empty folder is a first run (resume = run or
+    resume)."""
+    if (out_dir / STORE_NAME).exists() or not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return
+    raise ServetuneError(
+        f"cannot resume: {out_dir} holds files of an earlier run but not its store {out_dir / STORE_NAME}, so a "
+        "resume would start again from nothing and overwrite them",
+        f"put {STORE_NAME} back, point --out at the folder that holds it, or drop --resume to start over "
+        "(that overwrites the folder's results)",
+    )
+
+
 def run_experiment(
     exp: Experiment,
     out_dir: Path,
@@ -126,6 +141,8 @@ def run_experiment(
     transient crash), keeping their runs."""
     if launcher is not None and (executor is not None or exp.executor.kind != "local"):
         raise ValueError("a launcher is the local executor's: the other executors launch where they run")
+    if resume or retry_failed:
+        _refuse_resume_without_store(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     store = Store(out_dir / STORE_NAME, redactor=Redactor.of(exp))
     try:
