@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from servetune.cli.entry import app
 from servetune.control.client import ControlClient
 from servetune.engines.readiness import probe
 from servetune.process.interrupts import run_coroutine
+from servetune.process.ports import free_port
 
 
 def _probe(url: str):
@@ -56,8 +58,34 @@ def test_check_fails_for_wrong_model_and_fits_a_too_long_context(llama_server) -
 
 
 def test_check_no_server_is_a_clean_failure() -> None:
-    result = CliRunner().invoke(app, ["check", "--url", "http://127.0.0.1:9", "--model", "m", "--timeout", "5"])
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    result = CliRunner().invoke(app, ["check", "--url", url, "--model", "m", "--timeout", "5"])
     assert result.exit_code == 1 and "FAIL" in result.output, result.output
+    assert "server" in result.output and f"cannot connect to {url}" in " ".join(result.output.split())
+
+
+def test_check_of_a_frozen_server_names_it_within_the_timeout() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "servetune", "mock-server", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stderr is not None
+        url = proc.stderr.readline().split()[4]  # "mock server ready on http://127.0.0.1:PORT ..."
+        os.killpg(proc.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        result = CliRunner().invoke(app, ["check", "--url", url, "--model", "mock", "--timeout", "3"])
+        elapsed = time.monotonic() - t0
+    finally:
+        os.killpg(proc.pid, signal.SIGCONT)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert result.exit_code == 1, result.output
+    shown = " ".join(result.output.split())
+    assert "server │ FAIL" in shown and url in shown and "did not answer within 3 s" in shown, result.output
+    assert elapsed <= 3 + 3, f"--timeout 3 bounds the whole check, it took {elapsed:.1f} s"
 
 
 def test_check_url_as_launch_prints_it(llama_server) -> None:

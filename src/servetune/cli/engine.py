@@ -91,7 +91,9 @@ def _acceptance(
     from servetune.suite.check import check_server
 
     result = run_coroutine(
-        check_server(base_url, model, long_context_tokens=long_context, api_key=api_key, timeout_s=timeout)
+        check_server(
+            base_url, model, long_context_tokens=long_context, api_key=api_key, timeout_s=timeout, total_s=timeout
+        )
     )
     return result, normalize_base_url(base_url)
 
@@ -156,7 +158,12 @@ def register(app: typer.Typer) -> None:
             None, "--long-context", min=16, help="Prompt tokens of the long request (at least 16)."
         ),
         api_key: str = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY"),
-        timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="Seconds any one request may take."),
+        timeout: float = typer.Option(
+            120.0,
+            "--timeout",
+            min=0.001,
+            help="Seconds the whole check may take, every request in it (a launch has --startup-timeout).",
+        ),
         startup_timeout: float = typer.Option(600.0, "--startup-timeout"),
         log_dir: Path = typer.Option(Path("runs/logs"), "--log-dir"),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON instead of a table."),

@@ -3,12 +3,17 @@ calls readiness. One function, so the CLI, the operate room and the tests run th
 
 from __future__ import annotations
 
+import asyncio
+
 from servetune.control.client import ControlTimeouts
 from servetune.load.backend import ClientSpec, LiveBackend
 from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
 from servetune.suite.spec import ProbeContext
+
+STOP_TRIES = 30
+"""Cancels sent (0.1 s apart) to a probe past the check's bound before it is left to the loop's shutdown."""
 
 
 async def check_server(
@@ -20,8 +25,12 @@ async def check_server(
     timeout_s: float = 120.0,
     endpoint: str = "chat",
     max_model_len: int | None = None,
+    total_s: float | None = None,
 ) -> ProbeResult:
-    """Runs the acceptance probe against `base_url` (`…/v1` is accepted); `passed` = 1.0 when every step did."""
+    """Runs the acceptance probe against `base_url` (`…/v1` is accepted); `passed` = 1.0 when every step did.
+    `timeout_s` bounds each request, `total_s` (when given) the whole check: a frozen server otherwise costs one
+    wait per request the probe makes. A server that cannot be reached or does not answer in time is a failed
+    `server` step that says so, not a result without steps."""
     spec = get_probe("acceptance")
     params = spec.params.model_validate({"long_context_tokens": long_context_tokens} if long_context_tokens else {})
     backend = LiveBackend(
@@ -31,7 +40,35 @@ async def check_server(
         max_model_len=max_model_len,
         control=ControlTimeouts(connect_s=min(5.0, timeout_s), total_s=min(timeout_s, 30.0)),
     )
-    return await run_probe(spec, ProbeContext(backend), params)
+    probe = asyncio.ensure_future(run_probe(spec, ProbeContext(backend), params))
+    finished, _ = await asyncio.wait({probe}, timeout=total_s)
+    if not finished:
+        await _stopped(probe)
+        error = f"{base_url} did not answer within {total_s:g} s (--timeout)"
+        return ProbeResult(
+            probe=spec.name, ok=False, figures={"passed": 0.0}, error=error, notes=[f"FAIL server: {error}"]
+        )
+    result = probe.result()
+    if not result.notes and result.error:
+        # The probe stopped before its first step: the error is why (a refused connection, a server that hangs).
+        reason = result.error.split("\n", 1)[0]
+        name, sep, rest = reason.partition(": ")
+        if sep and name.isidentifier():
+            reason = rest
+        result = result.model_copy(update={"notes": [f"FAIL server: {reason}"], "figures": {"passed": 0.0}})
+    return result
+
+
+async def _stopped(task: asyncio.Future[ProbeResult]) -> None:
+    """Cancels `task` until it stops (for at most a few seconds): a cancel that lands as one of the probe's own
+    request timeouts fires is lost inside `asyncio.wait_for` (Python 3.11), so one cancel may not stop it."""
+    for _ in range(STOP_TRIES):
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.1)
+        if task.done():
+            if not task.cancelled():
+                task.exception()  # retrieved: the check's answer is the timeout, not what the probe ended with
+            return
 
 
 def passed(result: ProbeResult) -> bool:
