@@ -150,3 +150,13 @@ def test_one_comparison_judges_a_run_and_a_repeat() -> None:
     )
     assert missed_repeats([True] * 5) is None and missed_repeats([True, False]) == "in 1 of 2 repeats"
     assert missed_repeats([]) is not None, "nothing measured is not a pass"
+
+
+def test_a_latency_slo_without_a_load_curve_is_judged_on_each_repeats_figure() -> None:
+    """No load curve ran: the E2EL SLO is judged on the figure short_latency declares for it, in every repeat (one
+    repeat at 900 ms of five misses 700 ms although the mean, 644 ms, is within it)."""
+    exp = experiment().model_copy(update={"slos": {"e2el_p99_ms": 700.0}})
+    items = [r.model_copy(update={"runs": [x for x in r.runs if x.probe != "load_curve"]}) for r in records(5)]
+    ranking = rank(exp, with_figure(items, "A0", "short_latency", "e2el_ms", {3: 900.0}))
+    entry = next(e for e in ranking.entries if e.record.variant.name == "A0")
+    assert entry.failures == ["short chat E2EL 900.0ms > 700ms (e2el_p99_ms) in 1 of 5 repeats"], entry.failures
