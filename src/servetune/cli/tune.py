@@ -106,7 +106,13 @@ def report(
         help="An experiment folder (`servetune tune --out`), a bench folder (`bench --save-result --result-dir`), "
         "or result files of vllm bench serve, GuideLLM or AIPerf.",
     ),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Where the bench report goes (default: the folder)."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Where the reports go (default: the folder; a bench report in an experiment's folder is "
+        "bench-report.html).",
+    ),
 ) -> None:
     """Rewrite an experiment folder's reports from its store, or draw the bench report of measured runs (any tool's)."""
     from servetune.report.rewrite import write_report

@@ -4,7 +4,8 @@ result files of vLLM bench serve / bench sweep, GuideLLM or AIPerf, or such file
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from servetune.errors import ServetuneError
@@ -16,12 +17,17 @@ from servetune.tune.results.rank import rank
 from servetune.tune.results.store import STORE_NAME, Store
 from servetune.tune.schema.experiment import Experiment
 
+BENCH_BESIDE = "bench-report.html"
+"""The bench report's name in a folder whose report.html is an experiment's (its runs.csv lies beside it)."""
+
 
 def write_report(paths: Sequence[Path], out: Path | None = None) -> dict[str, Path]:
-    """The reports of what `paths` hold: one experiment folder's tuning reports, else the bench report of every
-    run found (written to `out`, by default the one folder given or the folder of the first file)."""
+    """The reports of what `paths` hold: one experiment folder's tuning reports (in `out` when given), else the
+    bench report of every run found (written to `out`, by default the one folder given or the folder of the first
+    file). An experiment's report.html is never written over by a bench report: in an experiment's folder that
+    one is `bench-report.html`."""
     if len(paths) == 1 and (paths[0] / STORE_NAME).is_file():
-        return rewrite_reports(paths[0])
+        return rewrite_reports(paths[0], out)
     runs: list[BenchRun] = []
     for path in paths:
         if not path.exists():
@@ -34,17 +40,37 @@ def write_report(paths: Sequence[Path], out: Path | None = None) -> dict[str, Pa
             "files of vllm bench serve (--save-result), GuideLLM (benchmarks.json) or AIPerf (profile_export*)",
         )
     folder = out or (paths[0] if paths[0].is_dir() else paths[0].parent)
-    folder.mkdir(parents=True, exist_ok=True)
     title = folder.resolve().name if len(paths) == 1 and paths[0].is_dir() else f"{len(runs)} runs"
-    return write_bench_report(folder, runs, title)
+    html = folder / BENCH_BESIDE if (folder / STORE_NAME).is_file() else None
+    with _writable(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        return write_bench_report(folder, runs, title, html)
 
 
 def _aiperf_folder(path: Path) -> bool:
     return (path / AIPERF_SUMMARY).is_file() or (path / AIPERF_RECORDS).is_file()
 
 
-def rewrite_reports(folder: Path) -> dict[str, Path]:
-    """Ranks what the store holds (finished or not) and writes every report file again."""
+@contextmanager
+def _writable(folder: Path) -> Iterator[None]:
+    """A folder the reports cannot be written in (read-only, full) is the user's to change: name it and --out."""
+    try:
+        yield
+    except OSError as err:
+        raise ServetuneError(
+            f"cannot write the reports in {folder}: {err.strerror or err}",
+            "give --out DIR to write them in another folder (the results are only read where they are)",
+        ) from None
+
+
+def rewrite_reports(folder: Path, out: Path | None = None) -> dict[str, Path]:
+    """Ranks what the store holds (finished or not) and writes every report file again, in `folder` or `out`."""
+    target = out or folder
+    if target.resolve() != folder.resolve() and (target / STORE_NAME).is_file():
+        raise ServetuneError(
+            f"{target} is another experiment's folder: its reports would be written over",
+            "give --out a folder of its own",
+        )
     path = folder / STORE_NAME
     store = Store(path, readonly=True)
     try:
@@ -52,4 +78,5 @@ def rewrite_reports(folder: Path) -> dict[str, Path]:
         records = store.records()
     finally:
         store.close()
-    return write_ranked(folder, exp, records, rank(exp, records))
+    with _writable(target):
+        return write_ranked(target, exp, records, rank(exp, records))

@@ -54,7 +54,10 @@ class Store:
         self._lock: IO[str] | None = None
         try:
             if readonly:
-                self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=30)
+                # In a folder nothing can write in, SQLite cannot make the WAL index beside the file; no writer can
+                # be there either, so the file is read as it stands.
+                fixed = "" if os.access(path.parent, os.W_OK) else "&immutable=1"
+                self._db = sqlite3.connect(f"file:{path}?mode=ro{fixed}", uri=True, isolation_level=None, timeout=30)
                 tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                 if not tables >= _TABLES:
                     raise ServetuneError(
