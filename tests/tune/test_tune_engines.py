@@ -61,7 +61,7 @@ def test_sigkill_of_the_engine_fails_that_variant_and_the_next_runs(
     from dataclasses import replace
 
     from servetune.engines.launch import launch
-    from servetune.suite import spec as registry
+    from servetune.suite import registry, spec
 
     exp = parse_experiment(SMALL)
     engines: list = []
@@ -78,7 +78,7 @@ def test_sigkill_of_the_engine_fails_that_variant_and_the_next_runs(
             os.killpg(engines[-1].pid, signal.SIGKILL)
         return await decode.run(ctx, params)
 
-    monkeypatch.setitem(registry._REGISTRY, "decode_speed", replace(decode, run=decode_then_killed))
+    monkeypatch.setitem(spec.REGISTRY, "decode_speed", replace(decode, run=decode_then_killed))
     outcome = run_experiment(exp, tmp_path, emit=lambda _: None, launcher=launcher)
     by_name = {r.variant.name: r for r in outcome.records}
     killed = by_name["four-slots"]
@@ -100,7 +100,7 @@ def test_a_frozen_engine_fails_its_variant_within_the_timeouts_and_the_next_runs
     from dataclasses import replace
 
     from servetune.engines.launch import launch
-    from servetune.suite import spec as registry
+    from servetune.suite import registry, spec
 
     exp = parse_experiment(SMALL.replace("tokenizer: tiny}", "tokenizer: tiny, request_timeout_s: 5}"))
     engines: list = []
@@ -119,7 +119,7 @@ def test_a_frozen_engine_fails_its_variant_within_the_timeouts_and_the_next_runs
             frozen_at.append(time.monotonic())
         return await decode.run(ctx, params)
 
-    monkeypatch.setitem(registry._REGISTRY, "decode_speed", replace(decode, run=decode_on_a_frozen_engine))
+    monkeypatch.setitem(spec.REGISTRY, "decode_speed", replace(decode, run=decode_on_a_frozen_engine))
     failed_at: list[float] = []
 
     def emit(line: str) -> None:
