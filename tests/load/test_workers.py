@@ -11,6 +11,7 @@ import os
 import signal
 import time
 
+import aiohttp
 import numpy as np
 import psutil
 import pytest
@@ -115,9 +116,14 @@ async def test_a_killed_worker_is_reported_and_its_requests_counted() -> None:
         run = asyncio.ensure_future(
             run_load(url, "mock", Workload.synthetic(8, 40), LoadShape.closed(4, requests=16), workers=2)
         )
-        while len(_new_workers(before)) < 2:
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(1.2)  # the workers are set up and mid-stream
+        # Mid-stream, however slowly the workers start on a loaded machine: the load begins only once every
+        # worker answered its setup, so the mock's first streamed token says both are set up and streaming.
+        async with aiohttp.ClientSession() as http:
+            while True:
+                async with http.get(f"{url}/mock/ttft") as answer:
+                    if (await answer.json())["ttft_ms"]:
+                        break
+                await asyncio.sleep(0.02)
         victim = _new_workers(before)[0]
         os.kill(victim, signal.SIGKILL)
         result = await run
