@@ -68,8 +68,13 @@ def test_every_streamed_token_is_an_arrival(vllm_server, tmp_path: Path) -> None
     records = [json.loads(line) for line in jsonl.read_text().splitlines()]
     measured = [r for r in records if r["phase"] == "measure"]
     assert len(measured) == 24
-    short = [(len(r["chunk_ns"]), r["output_tokens"]) for r in measured if len(r["chunk_ns"]) != r["output_tokens"]]
-    assert not short, f"records whose chunks and tokens differ: {short}"
+    # vLLM's output collector merges a request's outputs when its API server falls behind the engine (a loaded
+    # machine: one SSE event then carries two tokens), so a chunk may hold more than one token; the bug this
+    # holds — empty-text chunks dropped — loses most of a random-weight answer's arrivals, not one in twenty.
+    chunks, tokens = sum(len(r["chunk_ns"]) for r in measured), sum(r["output_tokens"] for r in measured)
+    short = [(len(r["chunk_ns"]), r["output_tokens"]) for r in measured if len(r["chunk_ns"]) < r["output_tokens"] - 2]
+    assert not short and chunks >= 0.95 * tokens, f"records whose chunks fall short of their tokens: {short}"
+    assert all(len(r["chunk_ns"]) <= r["output_tokens"] for r in measured), "a chunk counted that vLLM did not"
 
 
 def _fails(cfg: EngineConfig, tmp_path: Path) -> EngineLaunchError:
