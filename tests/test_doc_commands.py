@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.sim_experiment import sim_experiment
 
 from doc_commands import DocLine, Found, expand, find_lines, scan
 from servetune.process.ports import free_port
@@ -54,28 +55,7 @@ ENGINE_S = 600.0
 READY_S = 120.0
 STOP_S = 90.0
 
-EXPERIMENT = """\
-name: qwen36
-description: the docs' experiment, on the simulator (two variants, two short probes)
-engine:
-  engine: sim
-  model: qwen3.5-4b
-  startup_timeout_s: 60
-  flags: {gpu: L40S, time-scale: 50, max-model-len: 8192, max-num-seqs: 8}
-hardware: {gpu: L40S, count: 1}
-suite:
-  repeats: 1
-  warmup_requests: 1
-  probes:
-    short_latency: {prompt: "hi", max_tokens: 16}
-    decode_speed: {output_tokens: 64}
-objective: decode_tok_s
-variants:
-  matrix:
-    baseline: base
-    changes:
-      seqs-4: {max-num-seqs: 4}
-"""
+EXPERIMENT = sim_experiment("qwen36", "the docs' experiment, on the simulator (two variants, two short probes)")
 TUNED = """\
 name: tuned
 description: "the tuning folder the docs serve and deploy (runs/qwen36): llama.cpp on the tiny model, two variants"

@@ -13,29 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from tests.sim_experiment import sim_experiment
 
 DATA = Path(__file__).resolve().parents[1] / "metrics" / "data"
-EXPERIMENT = """\
-name: reported
-engine:
-  engine: sim
-  model: qwen3.5-4b
-  startup_timeout_s: 60
-  flags: {gpu: L40S, time-scale: 50, max-model-len: 8192, max-num-seqs: 8}
-hardware: {gpu: L40S, count: 1}
-suite:
-  repeats: 1
-  warmup_requests: 1
-  probes:
-    short_latency: {prompt: "hi", max_tokens: 16}
-    decode_speed: {output_tokens: 64}
-objective: decode_tok_s
-variants:
-  matrix:
-    baseline: base
-    changes:
-      seqs-4: {max-num-seqs: 4}
-"""
+EXPERIMENT = sim_experiment("reported")
 
 
 def _servetune(*args: str) -> subprocess.CompletedProcess[str]:

@@ -7,27 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-EXPERIMENT = """\
-name: gone
-engine:
-  engine: sim
-  model: qwen3.5-4b
-  startup_timeout_s: 60
-  flags: {gpu: L40S, time-scale: 50, max-model-len: 8192, max-num-seqs: 8}
-hardware: {gpu: L40S, count: 1}
-suite:
-  repeats: 1
-  warmup_requests: 1
-  probes:
-    short_latency: {prompt: "hi", max_tokens: 16}
-    decode_speed: {output_tokens: 64}
-objective: decode_tok_s
-variants:
-  matrix:
-    baseline: base
-    changes:
-      seqs-4: {max-num-seqs: 4}
-"""
+from tests.sim_experiment import sim_experiment
+
+EXPERIMENT = sim_experiment("gone")
 
 
 def test_resume_without_its_store_refuses_and_keeps_the_earlier_results(tmp_path: Path) -> None:
