@@ -66,16 +66,24 @@ def test_a_closed_loop_ramps_its_streams_over_the_warm_up() -> None:
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_ramped_streams_start_spread_and_are_replaced_at_once(workers: int) -> None:
     """8 streams over 0.8 s of warm-up: one starts every 0.1 s (in process and across worker processes alike);
-    a 60 ms conversation that ends during the ramp is followed at once, so the loop holds every started stream."""
+    a 60 ms conversation that ends during the ramp is followed at once, so the loop holds every started stream.
+
+    Judged on the mean number in flight over each 0.1 s step (sampled every ms), not at one instant per step: with
+    worker processes a stream that ends waits for two messages (done, then go) before it goes on, a few ms on an
+    idle machine and tens on a loaded one, and one instant could catch two streams in that gap at once (CI: a
+    sample of k−1): each stream is idle between two requests about 10% of the time here, more on a loaded machine.
+    A stream left waiting for the next ramp tick would be idle about 40% of it."""
     shape = LoadShape.closed(8, duration_s=0.5, warmup_s=0.8)
     async with running(MockConfig(ttft_ms=30, itl_ms=3)) as url:
         result = await run_load(url, "mock", W, shape, tokenizer="words", workers=workers)
     t0 = min(r.sent_ns for r in result.records)
-    in_flight = [
-        sum(r.sent_ns <= t0 + t * 1e9 < r.done_ns for r in result.records) for t in (0.05 + 0.1 * k for k in range(8))
-    ]
-    assert all(k <= n <= k + 1 for k, n in enumerate(in_flight)), in_flight  # k+1 started; one may be between two
-    assert sum(in_flight) >= 28, in_flight  # mostly all k+1 of them: a stream that ends goes on at once
+    spans = np.array([(r.sent_ns - t0, r.done_ns - t0) for r in result.records], dtype=np.int64)
+    ms = np.arange(800) * 1_000_000 + 500_000
+    in_flight = ((spans[:, :1] <= ms) & (ms < spans[:, 1:])).sum(axis=0)
+    fill = [float(in_flight[100 * k : 100 * (k + 1)].mean()) for k in range(8)]
+    assert all(in_flight[: 100 * (k + 1)].max() <= k + 2 for k in range(8)), fill  # never ahead of the ramp
+    assert all(n >= 0.7 * (k + 1) for k, n in enumerate(fill)), fill  # k+1 started, each busy most of the time
+    assert sum(fill) >= 28, fill  # of 36: a stream that ends goes on at once (waiting for the next tick: about 22)
     assert result.summary.peak_concurrency <= 8
 
 
