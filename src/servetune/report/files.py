@@ -13,6 +13,7 @@ from servetune.fileio import atomic_write_text
 from servetune.metrics.export import write_rows_csv
 from servetune.report.tables import (
     changes_text,
+    column_scale,
     column_title,
     display_columns,
     short_value,
@@ -114,14 +115,15 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         "",
     ]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    scales = [column_scale(ranking, c) for c in cols]
     for entry in ranking.entries:
         why = "; ".join(entry.failures + entry.record.skip_reasons)
         cells = [
             str(entry.rank or ""),
             entry.record.variant.name + (" ★" if ranking.winner is entry else ""),
-            short_value(entry, cols[0]),
+            short_value(entry, cols[0], scales[0]),
             status_text(entry) + (f": {why}" if why else ""),
-            *[short_value(entry, c) for c in cols[1:]],
+            *[short_value(entry, c, scale) for c, scale in zip(cols[1:], scales[1:], strict=True)],
             changes_text(entry),
         ]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")

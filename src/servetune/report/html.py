@@ -14,6 +14,7 @@ from typing import Any
 from servetune.report.svg import Series, delta_bars, line_chart, pareto_chart
 from servetune.report.tables import (
     changes_text,
+    column_scale,
     column_title,
     display_columns,
     figure_columns,
@@ -162,6 +163,7 @@ def table_section(ranking: Ranking) -> str:
         "</th><th>status</th>"
         + "".join(f'<th title="{escape(".".join(c))}">{escape(column_title(c))}</th>' for c in rest)
     )
+    scales = {c: column_scale(ranking, c) for c in (objective, *rest)}
     rows = []
     for e in ranking.entries:
         klass = "winner" if ranking.winner is e else ("" if e.eligible else "out")
@@ -170,9 +172,9 @@ def table_section(ranking: Ranking) -> str:
             f'<td class="rank">{e.rank or ""}</td>',
             f'<td class="variant">{escape(e.record.variant.name)}<div class="changes">{escape(changes_text(e))}</div>'
             "</td>",
-            f'<td class="objective num">{escape(short_value(e, objective))}</td>',
+            f'<td class="objective num">{escape(short_value(e, objective, scales[objective]))}</td>',
             f"<td>{escape(status_text(e) + (f': {why}' if why else ''))}</td>",
-            *(f'<td class="num">{escape(short_value(e, c))}</td>' for c in rest),
+            *(f'<td class="num">{escape(short_value(e, c, scales[c]))}</td>' for c in rest),
         ]
         rows.append(f'<tr class="{klass}">' + "".join(cells) + "</tr>")
     return f'<div class="scroll"><table id="summary"><tr>{head}</tr>{"".join(rows)}</table></div>'

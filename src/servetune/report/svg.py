@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from servetune.humanize import number
+from servetune.humanize import interval, number
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 _FONT = 'font-family="sans-serif" font-size="11"'
@@ -306,10 +306,12 @@ def delta_bars(
         y = frame.top + 8 + i * row
         x0, x1 = sorted((zero, sx(value)))
         color = ("#2ca02c" if (value > 0) == higher_is_better else "#d62728") if significant else "#aaa"
-        shown = f"{value:+.1f}%" + ("" if math.isfinite(half) else " ±?") + ("" if significant else " (tie)")
+        shown = interval(value, scale=100.0, signed=True, unit="%")
+        shown += ("" if math.isfinite(half) else " ±?") + ("" if significant else " (tie)")
         body.append(
             f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{row - 8}" fill="{color}">'
-            f"<title>{escape(label)}: {value:+.1f}% ± {fmt(half)}</title></rect>"
+            f"<title>{escape(label)}: {interval(value, half, scale=100.0, signed=True, unit='%')}"
+            f"{'' if math.isfinite(half) else ' ±?'}</title></rect>"
         )
         right = max(x1, zero)
         if math.isfinite(half):

@@ -1,7 +1,7 @@
 """The ranking flattened into rows: one per variant, the suite's figures as columns (mean, 95% half-width,
 delta vs the stage's baseline), and the trade-offs the objective alone hides.  CSV, markdown, HTML and the
-terminal all print these rows; every number passes through `servetune.humanize.number` and every "significant"
-is `tune.stats.Delta.significant` — the ranking's own rule."""
+terminal all print these rows; every number passes through `servetune.humanize` (`number`; `interval` for a mean
+with its half-width) and every "significant" is `tune.stats.Delta.significant` — the ranking's own rule."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from servetune.humanize import number
+from servetune.humanize import interval, number
 from servetune.suite.registry import all_probes, figure_spec
 from servetune.tune.results.rank import Entry, FigureKey, Ranking
 from servetune.tune.results.stats import Delta, Estimate, delta, estimate
@@ -132,31 +132,44 @@ def summary_rows(ranking: Ranking) -> list[dict[str, Any]]:
     return rows
 
 
-def estimate_text(est: Estimate | None) -> str:
-    """'85.0 ± 2.1': a mean and its 95% half-width for people (the mean alone from one repeat; a half-width that is
-    float dust on identical repeats is 0)."""
+def estimate_text(est: Estimate | None, scale: float | None = None) -> str:
+    """'85.0 ± 2.1': a mean and its 95% half-width for people by `humanize.interval`'s one rule (the mean alone
+    from one repeat); `scale` is the largest mean of its column (`column_scale`), beside which float dust is 0."""
     if est is None:
         return "—"
-    text = number(est.mean)
-    if est.n > 1 and math.isfinite(est.half_width):
-        half = est.half_width if est.half_width > 1e-9 * abs(est.mean) else 0.0
-        text += f" ± {number(half, 2)}"
-    return text
+    return interval(est.mean, est.half_width if est.n > 1 else None, scale=scale)
+
+
+def column_scale(ranking: Ranking, key: FigureKey) -> float | None:
+    """The largest |mean| of a figure over the variants: what each of its values is read beside."""
+    means = [abs(est.mean) for e in ranking.entries if (est := e.figures.get(key)) is not None]
+    finite = [m for m in means if math.isfinite(m)]
+    return max(finite) if finite else None
 
 
 def delta_text(d: Delta) -> str:
-    """'+20%', '~+1.2%': a change against the baseline; `~` marks one the ranking calls a tie."""
+    """'+20%', '~+1.2%': a change against the baseline; `~` marks one the ranking calls a tie. A change that rounds
+    to zero carries no sign ('~0.0%', never '~-0.0%')."""
     mark = "" if d.significant else "~"
-    return f"{mark}{d.pct:+.1f}%" if abs(d.pct) < 10 else f"{mark}{d.pct:+.0f}%"
+    places = 1 if abs(d.pct) < 10 else 0
+    pct = round(d.pct, places) + 0.0
+    return f"{mark}{pct:+.{places}f}%" if pct else f"{mark}{0:.{places}f}%"
 
 
-def short_value(entry: Entry, key: FigureKey) -> str:
-    """'85.0 ± 2.1 (+20%)' for tables meant for people; `~` marks a change the ranking calls a tie."""
+def delta_interval(d: Delta) -> str:
+    """'+18% ± 50%': a change and its 95% interval, by `humanize.interval`'s rule (no tie mark), read against the
+    whole (100%)."""
+    return interval(d.pct, d.half_width_pct, scale=100.0, signed=True, unit="%")
+
+
+def short_value(entry: Entry, key: FigureKey, scale: float | None = None) -> str:
+    """'85.0 ± 2.1 (+20%)' for tables meant for people; `~` marks a change the ranking calls a tie; `scale` as in
+    `estimate_text`."""
     est = entry.figures.get(key)
     if est is None:
         return "—"
     d = entry.deltas.get(key)
-    return estimate_text(est) + (f" ({delta_text(d)})" if d is not None else "")
+    return estimate_text(est, scale) + (f" ({delta_text(d)})" if d is not None else "")
 
 
 def column_title(key: FigureKey) -> str:

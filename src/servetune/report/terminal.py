@@ -12,7 +12,16 @@ from pathlib import Path
 
 from servetune.humanize import number
 from servetune.metrics.slo import BOUNDS
-from servetune.report.tables import changes_text, column_title, delta_text, estimate_text, status_text, tradeoffs
+from servetune.report.tables import (
+    changes_text,
+    column_scale,
+    column_title,
+    delta_interval,
+    delta_text,
+    estimate_text,
+    status_text,
+    tradeoffs,
+)
 from servetune.suite.registry import figure_spec
 from servetune.tune.results.rank import Edge, Entry, Ranking, edges
 from servetune.tune.results.stats import delta
@@ -61,7 +70,7 @@ def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list
         d = leader.deltas.get((objective.probe, objective.figure))
         if leader is not winner and d is not None:
             text += (
-                f": the best mean, {leader.record.variant.name}, is {d.pct:+.1f}% ± {number(d.half_width_pct, 2)}% "
+                f": the best mean, {leader.record.variant.name}, is {delta_interval(d)} "
                 "against it, a tie (inside the noise or below the practical threshold)"
             )
         return wrap(text + ".", width, "", "  ")
@@ -76,7 +85,7 @@ def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list
         return wrap(" ".join([text, *edge]), width, "", "  ")
     verdict = "outside the noise" if d.significant else "a tie: inside the noise or below the practical threshold"
     repeats = f"{winner.objective.n} and {base.objective.n} repeats"
-    change = f"{delta_text(d).lstrip('~')} ± {number(d.half_width_pct, 2)}% (95% interval, {repeats}), {verdict}."
+    change = f"{delta_interval(d)} (95% interval, {repeats}), {verdict}."
     if ties:
         text = (
             f"{said}, {ties}. Against the baseline {base.record.variant.name} "
@@ -92,12 +101,12 @@ def _tie_text(ranking: Ranking, winner: Entry, other: Entry) -> str:
     the winner against a variant the ranking ties with it, both figures and the interval of the difference, by
     the ranking's own rule (`Delta.significant`)."""
     assert winner.objective is not None and other.objective is not None
+    scale = column_scale(ranking, (ranking.objective.probe, ranking.objective.figure))
     d = delta(winner.objective, other.objective, ranking.min_effect_pct)
-    change = "" if d is None else f": {delta_text(d).lstrip('~')} ± {number(d.half_width_pct, 2)}% (95% interval)"
-    return (
-        f"a tie with {other.record.variant.name} ({estimate_text(other.objective)}){change}, inside the noise or "
-        "below the practical threshold"
-    )
+    change = "" if d is None else f": {delta_interval(d)} (95% interval)"
+    figure = estimate_text(other.objective, scale)
+    why = "inside the noise or below the practical threshold"
+    return f"a tie with {other.record.variant.name} ({figure}){change}, {why}"
 
 
 def _edge_text(edge: Edge) -> str:
@@ -120,6 +129,7 @@ def ranking_lines(ranking: Ranking, width: int) -> list[str]:
     columns = f"{'#':>3} {'variant':<{name_w}} {'objective ± 95%':>{value_w}} {'vs baseline':>{delta_w}}  status"
     lines = ["", _fit(columns, width), _fit(f"    {head}", width)]
     tie = False
+    scale = column_scale(ranking, (objective.probe, objective.figure))
     for entry in ranking.entries:
         d = entry.deltas.get((objective.probe, objective.figure))
         change = "—" if d is None else delta_text(d)
@@ -127,7 +137,7 @@ def ranking_lines(ranking: Ranking, width: int) -> list[str]:
         star = " ★" if ranking.winner is entry else " (tie with ★)" if entry.tie_with_winner else ""
         status = status_text(entry) + star
         name = _short(entry.record.variant.name, name_w)
-        value = _short(estimate_text(entry.objective), value_w)
+        value = _short(estimate_text(entry.objective, scale), value_w)
         row = f"{entry.rank or '-':>3} {name:<{name_w}} {value:>{value_w}} {change:>{delta_w}}  "
         lines.append(row + _short(status, max(4, width - len(row))))
     if not tie:

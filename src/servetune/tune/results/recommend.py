@@ -15,7 +15,7 @@ from servetune.engines.commands import launch_commands
 from servetune.engines.config import EngineConfig
 from servetune.engines.models import resolve_model
 from servetune.errors import ServetuneError
-from servetune.humanize import number
+from servetune.humanize import interval
 from servetune.tune.results.rank import Ranking
 from servetune.tune.schema.experiment import Experiment
 
@@ -48,7 +48,7 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
         container_name=deploy.container_name,
     )
     figures = {
-        f"{probe}.{name}": number(est.mean, 4) + ("" if est.n < 2 else f" ± {number(est.half_width, 2)}")
+        f"{probe}.{name}": interval(est.mean, est.half_width if est.n > 1 else None)
         for (probe, name), est in sorted(winner.figures.items())
     }
     notes = list(dict.fromkeys((*planned, *serve.notes, *(docker.notes if docker else ()))))
