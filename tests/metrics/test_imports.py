@@ -4,7 +4,8 @@ rebuilt from per-request timings, secrets left behind, and `servetune import` + 
 
 The samples in data/ are written by hand from the tools' own output schemas (GuideLLM's GenerativeBenchmarksReport,
 AIPerf's profile_export files, vLLM's result_json); data/vllm_bench_serve_detailed.json is a real
-`vllm bench serve --save-result --save-detailed` run (benchmarks/vllm_compat/run.py --sample)."""
+`vllm bench serve --save-result --save-detailed` run (benchmarks/vllm_compat/run.py --sample), and data/real/
+holds files the tools wrote themselves, unedited (GuideLLM 0.8.1, AIPerf 0.13.0, vLLM: data/real/README.md)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,37 @@ def test_real_vllm_detailed_file_is_rebuilt_exactly() -> None:
     assert run.summary is not None and run.source.kind == "concurrency"
     for key in ("median_ttft_ms", "mean_tpot_ms", "p99_itl_ms", "mean_e2el_ms", "output_throughput"):
         assert run.figure(key) == pytest.approx(run.figures[key], rel=0.02), key  # servetune's = vLLM's
+
+
+def test_real_guidellm_sweep_is_one_series_per_strategy() -> None:
+    """GuideLLM 0.8's sweep writes its profile in each benchmark's config and runs synchronous, throughput, then
+    constant rates: each strategy is its own series, so only the constant rates form a curve."""
+    runs = read_runs(DATA / "real" / "guidellm-0.8.1-sweep.json")
+    found = [(r.source.label, r.source.kind, r.source.level_text, r.source.model) for r in runs]
+    assert found == [
+        ("guidellm sweep (synchronous)", "concurrency", "c1", "mock"),
+        ("guidellm sweep (throughput)", "concurrency", "c512", "mock"),
+        ("guidellm sweep (constant)", "rate", "44.6 req/s", "mock"),
+        ("guidellm sweep (constant)", "rate", "69.2 req/s", "mock"),
+    ]
+    assert all(r.summary is not None and r.summary.completed == 10 for r in runs)
+
+
+def test_real_aiperf_runs_carry_their_load_and_model() -> None:
+    """AIPerf 0.13 writes the load as its profiling phase and the model under `models.items`: a concurrency sweep's
+    levels and separate rate runs of one model are two series of "aiperf mock", not one series per folder."""
+    runs = find_runs(DATA / "real" / "aiperf")
+    found = sorted((r.source.label, r.source.kind, r.source.level, r.source.model) for r in runs)
+    assert found == [
+        ("aiperf mock", "concurrency", 1.0, "mock"),
+        ("aiperf mock", "concurrency", 2.0, "mock"),
+        ("aiperf mock", "concurrency", 4.0, "mock"),
+        ("aiperf mock", "rate", 10.0, "mock"),
+        ("aiperf mock", "rate", 40.0, "mock"),
+    ]
+    assert all(r.summary is not None and len(r.records) in (10, 12) for r in runs)
+    (old,) = read_runs(DATA / "aiperf-c2")
+    assert old.source.label == "aiperf servetune-tiny", "the earlier `loadgen` / `endpoint.model_names` still read"
 
 
 def test_run_files_round_trip(tmp_path: Path) -> None:

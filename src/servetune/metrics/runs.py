@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from servetune.errors import ServetuneError, from_validation_error
 from servetune.fileio import atomic_write_text
+from servetune.humanize import number
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.summary import Summary, summarize
 
@@ -58,9 +59,10 @@ class RunSource(BaseModel):
     def level_text(self) -> str:
         if self.level is None:
             return "—"
-        if self.kind == "concurrency":
-            return f"c{self.level:g}"
-        return "rate ∞" if self.level == float("inf") else f"{self.level:g} req/s"
+        if self.level == float("inf"):
+            return "c∞" if self.kind == "concurrency" else "rate ∞"
+        level = f"{self.level:.0f}" if self.level == round(self.level) else number(self.level)
+        return f"c{level}" if self.kind == "concurrency" else f"{level} req/s"
 
 
 class BenchRun(BaseModel):

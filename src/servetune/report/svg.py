@@ -138,14 +138,26 @@ def _svg(frame: _Frame, body: list[str], label: str) -> str:
     )
 
 
-def _legend(frame: _Frame, names: list[str]) -> list[str]:
+LEGEND_CHARS = (22, 36)
+"""A legend name's length in the default 150 px of room, and the most a chart widens its legend for (a curve's name
+and the tool that measured it: `report.bench`)."""
+
+
+def _legend_room(names: Sequence[str]) -> tuple[int, int]:
+    """(right margin, characters shown) for a legend of these names: 150 px up to 22 characters, wider for longer
+    names up to 36 (about 6 px a character); beyond, a name is cut."""
+    chars = min(LEGEND_CHARS[1], max([LEGEND_CHARS[0], *map(len, names)]))
+    return 150 + round(6.2 * (chars - LEGEND_CHARS[0])), chars
+
+
+def _legend(frame: _Frame, names: list[str], chars: int = LEGEND_CHARS[0]) -> list[str]:
     out = []
     for i, name in enumerate(names):
         y = frame.top + 10 + i * 16
         x = frame.left + frame.plot_w + 12
         color = PALETTE[i % len(PALETTE)]
         out.append(f'<rect x="{x}" y="{y - 8}" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{x + 14}" y="{y + 1}" {_FONT}>{escape(_short(name, 22))}</text>')
+        out.append(f'<text x="{x + 14}" y="{y + 1}" {_FONT}>{escape(_short(name, chars))}</text>')
     return out
 
 
@@ -169,7 +181,8 @@ def line_chart(
     written beside it; `bands` shade phases of the x axis (warm-up, cool-down) under the lines. Unnamed series
     get no legend (and no room for one)."""
     named = any(s.name for s in series)
-    frame = _Frame(width, height, right=150 if named else 16)
+    room, chars = _legend_room([s.name for s in series])
+    frame = _Frame(width, height, right=room if named else 16)
     xs = [x for s in series for x, _ in s.points] or [0.0, 1.0]
     ys = [y for s in series for _, y in s.points] or [0.0, 1.0]
     xt = nice_ticks(min([0.0, *xs, *(b.start for b in bands)]), max([*xs, *(b.end for b in bands)]))
@@ -204,7 +217,7 @@ def line_chart(
                 f"{escape(label)}</text>"
             )
     if named:
-        body += _legend(frame, [s.name for s in series])
+        body += _legend(frame, [s.name for s in series], chars)
     return _svg(frame, body, title)
 
 
