@@ -15,6 +15,7 @@ from servetune.report.tables import (
     changes_text,
     column_scale,
     column_title,
+    decision_notes,
     display_columns,
     short_value,
     status_text,
@@ -144,6 +145,8 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
     if note := time_scale_note(ranking):
         lines += [note, ""]
     lines += ["## Recommendation", "", ranking.reason, ""]
+    notes = decision_notes(ranking)
+    lines += [f"- {kind}: {text}" for kind, text in notes] + ([""] if notes else [])
     if rec:
         lines += ["```bash", rec.serve_command, "```", ""]
         if rec.docker_command:
@@ -196,7 +199,9 @@ def write_reports(
     atomic_write_text(paths["markdown"], redactor.text(markdown(exp, ranking, rec, environment)))
     atomic_write_text(paths["html"], redactor.text(render_html(exp, ranking, rec, environment)))
     if rec:
-        text = f"# {rec.variant}: {rec.reason}\n{rec.serve_command}\n"
+        text = f"# {rec.variant}: {rec.reason}\n"
+        text += "".join(f"# {kind}: {note}\n" for kind, note in decision_notes(ranking))
+        text += f"{rec.serve_command}\n"
         if rec.docker_command:
             text += f"\n# docker\n{rec.docker_command}\n"
         text += "".join(f"# note: {note}\n" for note in rec.notes)

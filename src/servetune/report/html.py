@@ -16,6 +16,7 @@ from servetune.report.tables import (
     changes_text,
     column_scale,
     column_title,
+    decision_notes,
     display_columns,
     figure_columns,
     higher_is_better,
@@ -48,6 +49,7 @@ pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:12px;white-space:p
 .charts{display:flex;flex-wrap:wrap;gap:16px} .charts svg{max-width:100%;height:auto}
 .badge{display:inline-block;padding:2px 8px;border-radius:10px;background:#2ca02c;color:#fff;font-size:12px}
 #tradeoffs li{margin:4px 0}
+p.tie,p.edge{border-left:3px solid #e0b040;padding-left:8px}
 """
 
 
@@ -183,10 +185,12 @@ def table_section(ranking: Ranking) -> str:
 def recommendation_section(ranking: Ranking, rec: Recommendation | None) -> str:
     if rec is None:
         return f"<p><b>No recommendation:</b> {escape(ranking.reason)}</p>"
-    parts = [
-        f'<p><span class="badge">winner</span> <b>{escape(rec.variant)}</b>: {escape(rec.reason)}</p>',
-        f"<pre>{escape(rec.serve_command)}</pre>",
+    parts = [f'<p><span class="badge">winner</span> <b>{escape(rec.variant)}</b>: {escape(rec.reason)}</p>']
+    parts += [
+        f'<p class="{kind}" id="{kind}-{i}">{escape(text)}</p>'
+        for i, (kind, text) in enumerate(decision_notes(ranking))
     ]
+    parts.append(f"<pre>{escape(rec.serve_command)}</pre>")
     if rec.docker_command:
         parts.append(f"<pre>{escape(rec.docker_command)}</pre>")
     parts += [f'<p class="note">{escape(note)}</p>' for note in rec.notes]

@@ -12,7 +12,7 @@ from typing import Any
 
 from servetune.humanize import interval, number
 from servetune.suite.registry import all_probes, figure_spec
-from servetune.tune.results.rank import Entry, FigureKey, Ranking
+from servetune.tune.results.rank import Edge, Entry, FigureKey, Ranking, edges
 from servetune.tune.results.stats import Delta, Estimate, delta, estimate
 from servetune.tune.search.estimates import ESTIMATE_PROBE
 
@@ -170,6 +170,49 @@ def short_value(entry: Entry, key: FigureKey, scale: float | None = None) -> str
         return "—"
     d = entry.deltas.get(key)
     return estimate_text(est, scale) + (f" ({delta_text(d)})" if d is not None else "")
+
+
+def tied_with_winner(ranking: Ranking) -> list[Entry]:
+    """The variants the ranking ties with its winner (the winner left out)."""
+    return [e for e in ranking.entries if e.tie_with_winner and e is not ranking.winner and e.objective is not None]
+
+
+def tie_text(ranking: Ranking, other: Entry) -> str:
+    """'a tie with X (6.8 ± 3.3): +18% ± 50% (95% interval), inside the noise or below the practical threshold':
+    the winner against a variant the ranking ties with it, both figures and the interval of the difference, by
+    the ranking's own rule (`Delta.significant`)."""
+    winner = ranking.winner
+    assert winner is not None and winner.objective is not None and other.objective is not None
+    scale = column_scale(ranking, (ranking.objective.probe, ranking.objective.figure))
+    d = delta(winner.objective, other.objective, ranking.min_effect_pct)
+    change = "" if d is None else f": {delta_interval(d)} (95% interval)"
+    figure = estimate_text(other.objective, scale)
+    why = "inside the noise or below the practical threshold"
+    return f"a tie with {other.record.variant.name} ({figure}){change}, {why}"
+
+
+def edge_text(edge: Edge) -> str:
+    """A winner's flag at the edge of the values tried (`rank.edges`), in a sentence."""
+    tried = ", ".join(f"{v:g}" for v in edge.tried)
+    return (
+        f"The best is at the edge of the range tried: {edge.flag}={edge.value:g} is the {edge.side} value "
+        f"tried ({tried}), so a wider range may do better."
+    )
+
+
+DECISION_NOTES = ("# tie: ", "# edge: ")
+"""How recommendation.txt marks the decision's notes (`decision_notes`)."""
+
+
+def decision_notes(ranking: Ranking) -> list[tuple[str, str]]:
+    """What the decision screen says beyond the ranking's reason, for the files (recommendation.txt, summary.md,
+    report.html): each tie with the winner (`tie_text`) and each flag at the edge of the range tried (`edge_text`),
+    as (kind, sentence), kind `tie` or `edge`."""
+    winner = ranking.winner
+    if winner is None or winner.objective is None:
+        return []
+    ties = [("tie", f"{winner.record.variant.name} is {tie_text(ranking, e)}.") for e in tied_with_winner(ranking)]
+    return ties + [("edge", edge_text(e)) for e in edges(ranking)]
 
 
 def column_title(key: FigureKey) -> str:

@@ -13,18 +13,21 @@ from pathlib import Path
 from servetune.humanize import number
 from servetune.metrics.slo import BOUNDS
 from servetune.report.tables import (
+    DECISION_NOTES,
     changes_text,
     column_scale,
     column_title,
     delta_interval,
     delta_text,
+    edge_text,
     estimate_text,
     status_text,
+    tie_text,
+    tied_with_winner,
     tradeoffs,
 )
 from servetune.suite.registry import figure_spec
-from servetune.tune.results.rank import Edge, Entry, Ranking, edges
-from servetune.tune.results.stats import delta
+from servetune.tune.results.rank import Ranking, edges
 from servetune.tune.schema.experiment import Experiment
 
 
@@ -76,9 +79,8 @@ def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list
         return wrap(text + ".", width, "", "  ")
     said = f"{head}: {name} ({changes_text(winner)}) — {label}: {number(winner.objective.mean)}{unit}"
     d = winner.deltas.get((objective.probe, objective.figure))
-    tied = [e for e in ranking.entries if e.tie_with_winner and e is not winner and e.objective is not None]
-    ties = "; ".join(_tie_text(ranking, winner, e) for e in tied)
-    edge = [_edge_text(e) for e in edges(ranking)]
+    ties = "; ".join(tie_text(ranking, e) for e in tied_with_winner(ranking))
+    edge = [edge_text(e) for e in edges(ranking)]
     if not base.eligible or base.objective is None or d is None:
         why = "; ".join(base.failures) or status_text(base)
         text = f"{said}{', ' + ties if ties else ''}; the baseline {base.record.variant.name}: {why}."
@@ -94,27 +96,6 @@ def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list
     else:
         text = f"{said} vs {number(base.objective.mean)} for the baseline {base.record.variant.name}: {change}"
     return wrap(" ".join([text, *edge]), width, "", "  ")
-
-
-def _tie_text(ranking: Ranking, winner: Entry, other: Entry) -> str:
-    """'a tie with X (6.80 ± 3.3): +18% ± 50% (95% interval), inside the noise or below the practical threshold':
-    the winner against a variant the ranking ties with it, both figures and the interval of the difference, by
-    the ranking's own rule (`Delta.significant`)."""
-    assert winner.objective is not None and other.objective is not None
-    scale = column_scale(ranking, (ranking.objective.probe, ranking.objective.figure))
-    d = delta(winner.objective, other.objective, ranking.min_effect_pct)
-    change = "" if d is None else f": {delta_interval(d)} (95% interval)"
-    figure = estimate_text(other.objective, scale)
-    why = "inside the noise or below the practical threshold"
-    return f"a tie with {other.record.variant.name} ({figure}){change}, {why}"
-
-
-def _edge_text(edge: Edge) -> str:
-    tried = ", ".join(f"{v:g}" for v in edge.tried)
-    return (
-        f"The best is at the edge of the range tried: {edge.flag}={edge.value:g} is the {edge.side} value "
-        f"tried ({tried}), so a wider range may do better."
-    )
 
 
 def ranking_lines(ranking: Ranking, width: int) -> list[str]:
@@ -190,12 +171,15 @@ def _slo_text(key: str, value: float) -> str:
 
 def _command(text: str, width: int) -> list[str]:
     """The recommended serve command and its notes from recommendation.txt; its first line (the reason, printed
-    above), the docker command and the sampling presets stay in the file (a last line says so when it has them)."""
+    above), its ties and edges (the decision above says them), the docker command and the sampling presets stay in
+    the file (a last line says so when it has them)."""
     out: list[str] = []
     command: list[str] = []
     for line in text.rstrip().split("\n")[1:]:
         if line.startswith(("# docker", "# sampling preset")):
             return [*out, *_pack(command, width), "(the docker command and sampling presets: recommendation.txt)"]
+        if line.startswith(DECISION_NOTES):
+            continue  # the decision above said it
         if line.startswith("# "):
             out += wrap(line[2:], width, "# ", "#   ")
         elif line:
