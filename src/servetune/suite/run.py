@@ -1,8 +1,8 @@
 """Running one probe: its spec's `run` on a backend with the probe's own prompt seed, the engine's counters read
-before and after (their difference is kept with the result, and servetune's counts are reconciled with them:
-a disagreement makes the run not valid), a probe's crash recorded as a failed result, and figures measured
-against a time-scaled simulator converted to simulated (real-GPU) time once, by each figure's declared
-scaling."""
+before and after (their difference is kept with the result, and servetune's counts are reconciled with them — or,
+from an engine without counters, with its per-response timings: a disagreement makes the run not valid), a
+probe's crash recorded as a failed result, and figures measured against a time-scaled simulator converted to
+simulated (real-GPU) time once, by each figure's declared scaling."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from servetune.load.runner import LoadResult
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
 from servetune.metrics.prometheus import MetricsSnapshot, delta
-from servetune.metrics.reconcile import ClientAccount, Reconciliation, engine_account, reconcile
+from servetune.metrics.reconcile import ClientAccount, Reconciliation, engine_account, reconcile, timings_account
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.slo import Slos
 from servetune.suite.result import ProbeResult
@@ -88,7 +88,7 @@ async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeRes
         counters = {k: v for k, v in d.counters.items() if v}
         result = result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}})
     else:
-        checked = reconcile(client, None, spec.prompts)
+        checked = reconcile(client, timings_account(backend.records), spec.prompts)
     return to_simulated_time(spec, judged(result, checked), ctx.backend.time_scale)
 
 
