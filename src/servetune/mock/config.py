@@ -74,6 +74,11 @@ class MockConfig:
     answer are sent as `reasoning_content` (a reasoning model). precise: wake a little early and spin to the
     exact send time, so the truth the server injects is exact to ~10 µs rather than the ~1 ms of the loop's
     timer resolution (costs a little server CPU).
+
+    pause_at_s, pause_s: a server-wide stall, as a real engine makes one while it compiles a kernel for a new batch
+    size: `pause_at_s` after the first generation request arrived, every stream stops for `pause_s` — a token due
+    in the pause leaves when it ends and each stream's later tokens move by as much, a request that arrives in it
+    starts when it ends.
     """
 
     model: str = "mock"
@@ -85,3 +90,5 @@ class MockConfig:
     precise: bool = True
     api_key: str | None = None  # when set, requests without `Authorization: Bearer <key>` get HTTP 401
     faults: tuple[Fault, ...] = field(default_factory=tuple)
+    pause_at_s: float | None = None
+    pause_s: float = 0.0
