@@ -74,6 +74,7 @@ class RequestRecord(BaseModel):
     reasoning_chunks: int = 0
     output_text: str | None = None
     worker: int = 0  # the client worker process that sent it (0 when the load ran in one process)
+    transient: bool = False  # sent as measured, counted as warm-up after the run: its start-up transient (steady.py)
 
     def shift_clock(self, offset_ns: int) -> None:
         """Moves every time stamp by `offset_ns`: a record taken on another machine's monotonic clock onto the

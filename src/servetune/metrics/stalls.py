@@ -109,3 +109,13 @@ def _expected_prefill(streamed: Sequence[RequestRecord]) -> np.ndarray:
     median = float(np.median(prompts)) if prompts.any() else 0.0
     scale = np.maximum(1.0, prompts / median) if median > 0 else np.ones(len(streamed))
     return (low * scale).astype(np.int64)
+
+
+def touched(records: Sequence[RequestRecord], stalls: Sequence[Stall]) -> list[bool]:
+    """Per record, whether a stall of `stalls` (found in these records) touched it: in flight during it."""
+    sent = [r.sent_ns for r in records if r.stream]
+    if not sent or not stalls:
+        return [False] * len(records)
+    t0 = min(sent)
+    spans = [(t0 + round(s.at_s * 1e9), t0 + round((s.at_s + s.seconds) * 1e9)) for s in stalls]
+    return [any(r.sent_ns < end and r.done_ns > start for start, end in spans) for r in records]

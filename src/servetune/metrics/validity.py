@@ -15,7 +15,9 @@ that are not what was asked, and a saturated run, in both directions:
   (GuideLLM's over-saturation signal), so the figures describe a growing queue, not a steady state;
 - the server stalled inside the measured window: no stream received a token, all of them waiting at once, for
   far longer than its ITL (`stalls.find_stalls` holds the rule and why its numbers), so the percentiles mix a
-  one-off event into the server's steady speed.
+  one-off event into the server's steady speed;
+- the measured window was not steady: a start-up transient still measured (another tool's run; servetune's own
+  count theirs as warm-up) or a trend that never settled (`steady.py`, AIPerf's MSER-5 and trend test).
 
 The client's own evidence (`ClientReport`) comes from the load generator; a run without it (the simulator's
 virtual run) is judged on its records alone.
@@ -32,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.stalls import Stall, find_stalls
+from servetune.metrics.steady import SteadyState, steady_state
 
 LATE_P99_MS = 10.0  # the client dispatched a request later than this against its schedule: it is saturated
 LOOP_LAG_P99_MS = 5.0  # a client event loop ran later than this (p99): its time stamps are late by as much
@@ -111,6 +114,7 @@ class Validity(BaseModel):
     queue: QueueGrowth | None = None
     client: ClientReport | None = None
     stalls: list[Stall] = []  # server stalls that touched measured requests
+    steady: SteadyState | None = None  # where the start-up transient ended, and whether the window still trends
 
 
 def check_validity(records: Sequence[RequestRecord], client: ClientReport | None = None) -> Validity:
@@ -186,6 +190,9 @@ def check_validity(records: Sequence[RequestRecord], client: ClientReport | None
     stalls = [s for s in find_stalls(records) if s.measured]
     if stalls:
         warnings.append(_stall_warning(stalls))
+    steady = steady_state(records)
+    if (unsteady := steady.warning()) is not None:
+        warnings.append(unsteady)
     return Validity(
         ok=not warnings,
         warnings=warnings,
@@ -210,6 +217,7 @@ def check_validity(records: Sequence[RequestRecord], client: ClientReport | None
         queue=queue,
         client=client,
         stalls=stalls,
+        steady=steady,
     )
 
 

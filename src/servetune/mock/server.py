@@ -185,7 +185,7 @@ class _Stream:
         self.prompt_tokens = _count_words(body)
         self.reasoning = min(cfg.reasoning_tokens, self.n) if chat else 0
         self.arrival, self.socket_wait = arrival, conn.socket_wait
-        self.t0 = arrival + cfg.ttft_ms / 1e3
+        self.t0 = arrival + cfg.ttft_s(conn.server.stats.requests - 1)
         self.itl = cfg.itl_ms / 1e3
         self.k = 0
         self.stalled = False
