@@ -116,6 +116,17 @@ class Validity(BaseModel):
     stalls: list[Stall] = []  # server stalls that touched measured requests
     steady: SteadyState | None = None  # where the start-up transient ended, and whether the window still trends
 
+    def unsteady(self) -> list[str]:
+        """Why this run is no steady-state measurement, in short: a server stall in its measured window, a window
+        that was not steady. What `tune` measures again: a run after it would likely not repeat it."""
+        out = [
+            f"the server stalled {s.seconds:.2f} s at {s.at_s:.2f} s into a run ({s.requests} requests in flight)"
+            for s in self.stalls
+        ]
+        if self.steady is not None and not self.steady.steady:
+            out.append(self.steady.describe())
+        return out
+
 
 def check_validity(records: Sequence[RequestRecord], client: ClientReport | None = None) -> Validity:
     """Every check over a run's records; `client` adds the load generator's evidence (CPU, loop lag, workers)."""
