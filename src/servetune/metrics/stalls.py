@@ -19,12 +19,13 @@ token shows the server working):
 
 Why 50x and 1 s: a stall must lie far outside the server's ordinary rhythm — ITL jitter, a step that carries a
 prefill chunk, a Python engine's garbage collection — and be long enough to move a figure; the compile stall above
-is 250x its ITL and 2.5 s long. 50x alone would flag a 0.5 s gap at 10 ms ITLs, and a prefill step of 8,192
-tokens of a 27B model takes 0.5-0.8 s on one H100-class GPU: the 1 s floor keeps a large `max_num_batched_tokens`
-step (a config's steady behaviour, which its latency percentiles show) from being called a stall. A slow engine
-(200 ms ITLs) needs 10 s, its own scale. A machine too busy for its server stalls it for real, and that is
-reported as what it is: llama.cpp serving the tiny model on 2 cores beside a CPU hog, at a load average of 12,
-went 2.9 s without a token (113x its 25 ms median ITL).
+is 250x its ITL and 2.5 s long, while vLLM CPU's longest server-wide gap in 64-request c4 and c8 runs of the tiny
+model, on a shared 2-core machine at a load average of about 10, was 0.40-0.60 s (30x its median ITL). 50x alone
+would flag 0.5 s at 10 ms ITLs, and a prefill step of 8,192 tokens of a 27B model takes 0.5-0.8 s on one
+H100-class GPU: the 1 s floor keeps a large `max_num_batched_tokens` step (a config's steady behaviour, which its
+latency percentiles show) from being called a stall. A slow engine (200 ms ITLs) needs 10 s, its own scale. A
+machine too busy for its server stalls it for real, and that is reported as what it is: llama.cpp on the same
+machine went 1.4-2.9 s without a token (84-258x its median ITL).
 """
 
 from __future__ import annotations
