@@ -34,6 +34,7 @@ from servetune.load.worker import WorkerSetup
 from servetune.load.workload import Workload
 from servetune.metrics.record import Phase, RequestRecord
 from servetune.metrics.slo import Slos
+from servetune.metrics.steady import settle
 from servetune.metrics.summary import Summary, summarize
 from servetune.metrics.validity import ClientReport
 from servetune.process.interrupts import run_coroutine
@@ -238,6 +239,7 @@ async def run_load(
         watch.cancel()
     samples.insert(0, ("client" if in_process else "coordinator", os.getpid(), monitor.samples()))
     records.sort(key=lambda r: (r.sent_ns, r.index, r.turn))
+    settle(records)  # a start-up transient of the measured requests is warm-up too (metrics/steady.py says why)
     report = _client_report(shape, n_workers, records, samples, lost, clocks)
     return LoadResult(
         base_url=base_url,

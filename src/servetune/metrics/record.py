@@ -91,6 +91,7 @@ class RequestRecord(BaseModel):
     worker: int = 0  # the client worker process that sent it (0 when the load ran in one process)
     engine_timings: EngineTimings | None = None
     """The engine's per-response account (llama.cpp's `timings`); None where the engine sends none."""
+    transient: bool = False  # sent as measured, counted as warm-up after the run: its start-up transient (steady.py)
 
     def shift_clock(self, offset_ns: int) -> None:
         """Moves every time stamp by `offset_ns`: a record taken on another machine's monotonic clock onto the

@@ -23,6 +23,7 @@ from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
 from servetune.metrics.prometheus import MetricsSnapshot, parse
 from servetune.metrics.slo import Slos
+from servetune.metrics.steady import settle
 from servetune.metrics.summary import summarize
 from servetune.sim.deployment import SimDeployment
 from servetune.sim.metrics import render
@@ -97,6 +98,7 @@ class SimBackend:
         started_at = dt.datetime.now(dt.UTC).isoformat()
         t0 = self._server.clock
         records = self._server.run(source, shape, stream=self.client.stream, trace=self.trace)
+        settle(records)  # as a live run does: a start-up transient is warm-up (metrics/steady.py)
         return LoadResult(
             base_url=self.label,
             model=self._model,

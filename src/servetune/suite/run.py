@@ -1,6 +1,7 @@
 """Running one probe: its spec's `run` on a backend with the probe's own prompt seed, the engine's counters read
 before and after (their difference is kept with the result, and servetune's counts are reconciled with them — or,
-from an engine without counters, with its per-response timings: a disagreement makes the run not valid), a
+from an engine without counters, with its per-response timings: a disagreement makes the run not valid), every load
+run's stalls and unsteadiness collected (`unsteady`), a
 probe's crash recorded as a failed result, and figures measured against a time-scaled simulator converted to
 simulated (real-GPU) time once, by each figure's declared scaling."""
 
@@ -34,6 +35,7 @@ class _Accounted:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self.records: list[RequestRecord] = []
+        self.unsteady: list[str] = []  # each run's reasons it was no steady-state measurement
 
     @property
     def label(self) -> str:
@@ -62,6 +64,7 @@ class _Accounted:
     async def run(self, workload: Workload, shape: LoadShape, *, slos: Slos | None = None) -> LoadResult:
         result = await self._backend.run(workload, shape, slos=slos)
         self.records.extend(result.records)
+        self.unsteady.extend(result.summary.validity.unsteady())
         return result
 
     async def scrape(self) -> MetricsSnapshot | None:
@@ -80,6 +83,8 @@ async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeRes
     except Exception as err:  # noqa: BLE001 - a probe's crash is a result to record, not a reason to stop
         result = ProbeResult(probe=spec.name, ok=False, error=f"{type(err).__name__}: {err}")
     after = await backend.scrape()
+    if backend.unsteady:
+        result = result.model_copy(update={"unsteady": [*result.unsteady, *backend.unsteady]})
     client = ClientAccount.of(backend.records)
     if before is not None and after is not None:
         after, checked = await _settled(backend, before, after, client, spec)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -212,6 +212,8 @@ class LaunchSession:
                 run_clock = stopwatch()
                 ctx = ProbeContext(backend, slos=slos, seed=_seed(variant, repeat), facts=facts)
                 result = run_coroutine(run_probe(spec, ctx, params))
+                if result.unsteady and not result.failed_requests and engine.alive():
+                    result = self._again(variant, name, repeat, result, ctx)
                 self.store.add_run(
                     RunResult(
                         variant_key=variant.key(),
@@ -234,6 +236,18 @@ class LaunchSession:
         self.store.set_status(variant.key(), "done", wall_s=wall, gpu_minutes=gpu_minutes(self.exp, variant, wall))
         self.emit(f"done {variant.name} in {wall:.1f} s")
         return False
+
+    def _again(self, variant: Variant, probe: str, repeat: int, first: ProbeResult, ctx: ProbeContext) -> ProbeResult:
+        """A probe whose load was no steady-state measurement (a server stall, a window that never settled) runs
+        once more, on prompts of its own (the first run's are in the engine's cache now); the second result is
+        the one kept, with the first one's reasons (`repeated_because`). Once: a stall or trend that comes back is
+        the config's, and the second result says so in its own `unsteady` and warnings. A run whose requests
+        failed is not repeated: its failures are the louder problem, and the watchdog judges the engine first."""
+        self.progress.say(variant.name, f"{probe} {repeat + 1}/{self.exp.suite.repeats} again: {first.unsteady[0]}")
+        spec, params = get_probe(probe), self.exp.suite.probes.params(probe)
+        again = replace(ctx, seed=_seed(variant, repeat, again=True))
+        second = run_coroutine(run_probe(spec, again, params))
+        return second.model_copy(update={"repeated_because": first.unsteady})
 
     def _fail(self, variant: Variant, failure: Failure, wall: float) -> None:
         self.store.set_status(
@@ -260,9 +274,10 @@ def gpu_minutes(exp: Experiment, variant: Variant, wall_s: float) -> float:
     return wall_s / 60 * max(1, exp.hardware.gpus_for(variant.config.flags))
 
 
-def _seed(variant: Variant, repeat: int) -> int:
-    """A seed per (variant, repeat): prompts differ between runs, so no run finds another's prefix cached."""
-    digest = hashlib.sha256(f"{variant.key()}/{repeat}".encode()).hexdigest()
+def _seed(variant: Variant, repeat: int, *, again: bool = False) -> int:
+    """A seed per (variant, repeat), and another for its one repeat: prompts differ between runs, so no run finds
+    another's prefix cached."""
+    digest = hashlib.sha256(f"{variant.key()}/{repeat}{'/again' if again else ''}".encode()).hexdigest()
     return int(digest[:8], 16)
 
 
