@@ -193,7 +193,7 @@ PART_LABELS = ("queue", "prefill", "API server", "HTTP")
 
 
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+    return "-" if value is None else f"{value if abs(value) >= 0.05 else 0.0:,.1f}"  # no "-0.0" for a rounding
 
 
 def _q(q: Quantile | None) -> str:
