@@ -216,6 +216,9 @@ def _single(args: BenchArgs, model: str, workload: Workload, shape: LoadShape, k
     result = _run(run_load(args.url, model, workload, shape, progress=args.progress, **kwargs))
     level = f"concurrency {shape.concurrency}" if shape.kind == "concurrency" else f"rate {shape.rate:g}/s"
     _print_summary(result.summary, f"{model} @ {args.url} — {level}")
+    if result.engine_time is not None:
+        for line in result.engine_time.lines():
+            typer.echo(line)
     if args.json_out:
         atomic_write_text(args.json_out, result.to_json())
     if args.jsonl_out:
@@ -253,6 +256,9 @@ def _sweep(
     )
     for line in sweep_lines([(p.level, p.result.summary) for p in result.points], shape.kind):
         typer.secho(line, fg="yellow" if line.lstrip().startswith("WARNING") else None)
+    for p in result.points:
+        if p.result.engine_time is not None:
+            typer.echo(f"level {p.level:g}: {p.result.engine_time.lines()[0]}")
     if result.saturated_at is not None:
         typer.echo(f"saturated at {result.saturated_at:g}: {result.reason}")
     if args.json_out:

@@ -80,6 +80,7 @@ def _estimate_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", nargs="?", const="-", dest="json_out")
     p.add_argument("--jsonl", dest="jsonl_out")
     p.add_argument("--explain", nargs="?", const="", default=None, metavar="CLASS")
+    p.add_argument("--compare", default=None, metavar="BENCH_DIR")
     return p
 
 
@@ -92,11 +93,16 @@ def _estimate_help() -> str:
         "Usage: servetune estimate MODEL [vLLM flags] [--gpu H200x1] [--calibration p.json]",
         "       (--concurrency N | --rate R) [load options] [--endpoint completions|chat]",
         "       [--json [PATH]] [--jsonl PATH] [--explain [CLASS]]",
+        "       servetune estimate MODEL [vLLM flags] --compare BENCH_DIR [--explain [CLASS]] [--json [PATH]]",
         "",
         "Prints the summary `servetune bench` prints, in simulated time; --json writes bench's LoadResult JSON",
         "(to stdout when no PATH is given), --jsonl every simulated request's record. --explain splits the mean",
         "TTFT of one request class (default: the first) into API server, queue, prefill steps, mixed steps,",
         "waits between chunks and the first token's hand-over, so a slow prediction says why.",
+        "--compare BENCH_DIR replays the runs `servetune bench --save-result` kept there on the simulator (their",
+        "own requests and load, in order) and prints each load point measured beside simulated: TTFT p50/p99,",
+        "TPOT p50, output tok/s, and the TTFT's parts (queue, prefill, API server, HTTP) from the engine's own",
+        "/metrics on both sides; with --explain, each point's parts and the simulator's finer split too.",
         "",
         "Load options (the same as servetune bench's, vLLM bench serve's names included):",
         *LoadOptions.help_lines(),
@@ -146,9 +152,13 @@ def estimate(ctx: typer.Context) -> None:
         typer.echo(_estimate_help())
         raise typer.Exit(0)
     own, rest = _estimate_parser().parse_known_args(list(ctx.args))
-    options, rest = LoadOptions.from_argv(rest, aliases=ESTIMATE_ALIASES)
-    if _show_config(rest):
+    options, sim_words = LoadOptions.from_argv(rest, aliases=ESTIMATE_ALIASES)
+    if _show_config(sim_words):
         return
+    if own.compare is not None:
+        _compare(own, rest, sim_words)
+        return
+    rest = sim_words
     args = parse_sim_args(rest)
     for path in (own.json_out, own.jsonl_out):
         if path and path != "-" and not Path(path).parent.is_dir():
@@ -194,6 +204,38 @@ def estimate(ctx: typer.Context) -> None:
             f"{summary.failed} of {summary.failed + summary.completed} simulated requests failed: {first.error}",
             "shorten the requests or change the config (the summary above covers the completed ones)",
         )
+
+
+def _compare(own: argparse.Namespace, words: list[str], sim_words: list[str]) -> None:
+    """`estimate --compare BENCH_DIR`: the folder's load points measured beside their simulated twins."""
+    from servetune.errors import ServetuneError
+    from servetune.sim.compare import compare, comparison_lines, twins
+    from servetune.sim.deployment import build_deployment
+    from servetune.sim.flags import parse_sim_args
+
+    if len(sim_words) != len(words):
+        given = [w for w in words if w.startswith("-") and w not in sim_words]
+        raise ServetuneError(
+            f"--compare replays the load the bench folder's runs ran; {', '.join(given)} would change it",
+            "drop the load options (or run estimate without --compare)",
+        )
+    deployment = build_deployment(parse_sim_args(sim_words))
+    points = compare(twins(Path(own.compare), deployment), explain=own.explain)
+    out = typer.echo if own.json_out != "-" else lambda line: typer.echo(line, err=True)
+    out(
+        f"simulator: KV cache {deployment.kv_cache_tokens:,} tokens ({deployment.max_concurrency:.2f}x max_model_len);"
+        f" {len(points)} load point(s) of {own.compare} replayed in the order they ran"
+    )
+    for line in comparison_lines(points, deployment.label):
+        out(line)
+    if own.json_out:
+        import json
+
+        text = json.dumps([p.model_dump(mode="json") for p in points], indent=2)
+        if own.json_out == "-":
+            typer.echo(text)
+        else:
+            Path(own.json_out).write_text(text)
 
 
 def calibrate(

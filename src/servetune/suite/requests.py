@@ -117,6 +117,9 @@ async def load_point(
                 point[f"{name}_{q}_ms"] = value
     if s.goodput is not None:
         point["goodput_request_rps"] = s.goodput
+    if result.engine_time is not None:  # the engine's own split of the level's TTFT, in the client's clock like
+        scale = ctx.backend.time_scale  # every other figure here (the probe converts them all to simulated time)
+        point.update({k: v / scale for k, v in result.engine_time.figures(scale).items()})
     warnings = list(s.validity.warnings)
     return LoadPoint(point, s.completed + s.failed, s.failed, warnings, s.slo_failures(slos))
 

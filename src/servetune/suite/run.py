@@ -1,13 +1,12 @@
 """Running one probe: its spec's `run` on a backend with the probe's own prompt seed, the engine's counters read
-before and after (their difference is kept with the result, and servetune's counts are reconciled with them — or,
-from an engine without counters, with its per-response timings: a disagreement makes the run not valid), every load
-run's stalls and unsteadiness collected (`unsteady`), a
-probe's crash recorded as a failed result, and figures measured against a time-scaled simulator converted to
-simulated (real-GPU) time once, by each figure's declared scaling."""
+before and after (their difference is kept with the result with the engine's split of the probe's mean TTFT, and
+servetune's counts are reconciled with them — or, from an engine without counters, with its per-response timings: a
+disagreement makes the run not valid), every load run's stalls and unsteadiness collected (`unsteady`), a probe's
+crash recorded as a failed result, and figures measured against a time-scaled simulator converted to simulated
+(real-GPU) time once, by each figure's declared scaling."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -16,7 +15,8 @@ from servetune.load.backend import Backend
 from servetune.load.runner import LoadResult
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
-from servetune.metrics.prometheus import MetricsSnapshot, delta
+from servetune.metrics.engine_time import engine_time
+from servetune.metrics.prometheus import MetricsSnapshot, delta, settle
 from servetune.metrics.reconcile import ClientAccount, Reconciliation, engine_account, reconcile, timings_account
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.slo import Slos
@@ -91,7 +91,9 @@ async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeRes
         d = delta(before, after)
         named = {k: v for k, v in d.model_dump().items() if isinstance(v, float) and k != "duration_s"}
         counters = {k: v for k, v in d.counters.items() if v}
-        result = result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}})
+        split = engine_time(before, after, backend.records)
+        parts = split.figures(ctx.backend.time_scale) if split is not None else {}
+        result = result.model_copy(update={"engine_metrics": {**counters, **named, **parts, **result.engine_metrics}})
     else:
         checked = reconcile(client, timings_account(backend.records), spec.prompts)
     return to_simulated_time(spec, judged(result, checked), ctx.backend.time_scale)
@@ -100,18 +102,17 @@ async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeRes
 async def _settled(
     backend: _Accounted, before: MetricsSnapshot, after: MetricsSnapshot, client: ClientAccount, spec: ProbeSpec
 ) -> tuple[MetricsSnapshot, Reconciliation]:
-    """The reconciliation, scraped again (`SETTLE_S`) while the engine's totals are still short of the client's."""
-    checked = reconcile(client, engine_account(before, after), spec.prompts)
-    for wait in SETTLE_S:
-        if not any(c.name != "cached_tokens" and c.engine < c.servetune for c in checked.flagged):
-            break
-        await asyncio.sleep(wait)
-        again = await backend.scrape()
-        if again is None:
-            break
-        after = again
-        checked = reconcile(client, engine_account(before, after), spec.prompts)
-    return after, checked
+    """The reconciliation, scraped again (`prometheus.settle`) while the engine's totals are still short of the
+    client's."""
+
+    def checked(snapshot: MetricsSnapshot) -> Reconciliation:
+        return reconcile(client, engine_account(before, snapshot), spec.prompts)
+
+    def short(snapshot: MetricsSnapshot) -> bool:
+        return any(c.name != "cached_tokens" and c.engine < c.servetune for c in checked(snapshot).flagged)
+
+    after = await settle(backend.scrape, after, short)
+    return after, checked(after)
 
 
 def judged(result: ProbeResult, checked: Reconciliation) -> ProbeResult:

@@ -55,6 +55,13 @@ class Figure(BaseModel):
         return (self.label or self.name.replace("_", " ")) + (f" ({self.unit})" if self.unit else "")
 
 
+TTFT_PARTS = tuple(
+    Figure(name=f"ttft_{part}_ms", unit="ms", better="none", scaling="time", label=f"TTFT's {label} (engine, mean)")
+    for part, label in (("queue", "queue"), ("prefill", "prefill"), ("api", "API server"), ("http", "HTTP"))
+)
+"""The engine's split of a load level's mean TTFT (`metrics.engine_time`)."""
+
+
 @dataclass(frozen=True)
 class ProbeContext:
     """What a probe run needs besides its parameters: the backend to load, the experiment's SLOs (already in

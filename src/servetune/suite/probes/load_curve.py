@@ -9,7 +9,7 @@ from servetune.load.saturation import SATURATION
 from servetune.suite.probes._common import Params
 from servetune.suite.requests import load_point
 from servetune.suite.result import ProbeResult
-from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
+from servetune.suite.spec import TTFT_PARTS, Figure, ProbeContext, ProbeSpec, register
 
 
 class LoadCurve(Params):
@@ -114,6 +114,7 @@ SPEC = register(
             Figure(name="error_rate", unit="", better="lower", label="error rate"),
             Figure(name="meets_slo", unit="", better="higher", label="meets the SLOs"),
             *_latency_points(),
+            *TTFT_PARTS,
         ),
         objectives={"goodput": "goodput_rps", "output_throughput": "slo_output_tok_s"},
         judges_latency_slos=True,
