@@ -89,8 +89,12 @@ async def test_sim_serve_is_read_through_http_like_vllm() -> None:
     split = result.engine_time
     assert split is not None and split.prefill and split.queue and split.client_ttft_ms
     assert split.ttft and split.ttft.requests == split.client_requests == 12
-    # the engine's histograms are in simulated time (x20), the client's TTFT in wall time
-    assert split.parts(client_scale=20)["http_ms"] == pytest.approx(0, abs=0.3 * split.ttft.mean_ms)
+    # the engine's histograms are in simulated time (x20), the client's TTFT in wall time: the HTTP part in wall
+    # time is a few ms, plus how late this process's event loop ran (server and client share it here, and on a
+    # loaded machine every stamp is late by as much; x20 would make that lateness look like a simulated cost)
+    lateness = max(p.loop_lag_p99_ms for p in result.summary.validity.client.processes)  # type: ignore[union-attr]
+    http_wall_ms = split.parts(client_scale=20)["http_ms"] / 20
+    assert -1 <= http_wall_ms <= 10 + lateness, (http_wall_ms, lateness)
 
 
 def _folder(tmp_path: Path) -> Path:
