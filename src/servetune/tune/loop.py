@@ -71,7 +71,7 @@ def default_feasibility(exp: Experiment) -> Feasible:
     where launches run on this host (a Ray node has its own disk), then, for vLLM configs on a named GPU, the
     planner's verdict. A config the planner cannot read (a Hub id, no local config.json) is not judged by it."""
     hardware = exp.hardware.resolved()
-    local = exp.executor.kind != "ray"
+    local = exp.executor.kind not in ("ray", "replay")  # a Ray node checks its own disk; a replay launches nothing
 
     def check(config: EngineConfig) -> list[str]:
         missing = _missing_model(config) if local else []
