@@ -118,7 +118,7 @@ class ReplayExecutor:
     def _runs(self, session: LaunchSession, variant: Variant, cell: TableVariant) -> float:
         """Stores every probe × repeat not stored yet, each a seeded draw of a measured repeat; their seconds."""
         done = session.store.finished_runs(variant.key())
-        repeats = self.exp.suite.repeats
+        repeats = variant.repeats or self.exp.suite.repeats
         spent = 0.0
         for name in self.exp.suite.probes.enabled():
             if not applies(self.exp.suite.probes.params(name), variant):

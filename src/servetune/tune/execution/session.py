@@ -195,7 +195,7 @@ class LaunchSession:
         done = self.store.finished_runs(variant.key())
         backend = self._backend(variant, engine, facts)
         slos = wall_clock_slos(dict(self.exp.slos), backend.time_scale)
-        repeats = self.exp.suite.repeats
+        repeats = variant.repeats or self.exp.suite.repeats
         for name in self.exp.suite.probes.enabled():
             spec, params = get_probe(name), self.exp.suite.probes.params(name)
             if not applies(params, variant):
@@ -245,8 +245,9 @@ class LaunchSession:
     def skip_all(self, variant: Variant) -> None:
         """Takes a variant's remaining probe runs out of the progress plan (it will not run them)."""
         done = self.store.finished_runs(variant.key())
+        repeats = variant.repeats or self.exp.suite.repeats
         for probe in self.exp.suite.probes.enabled():
-            self.progress.skip(probe, self.exp.suite.repeats - sum(1 for p, _ in done if p == probe))
+            self.progress.skip(probe, repeats - sum(1 for p, _ in done if p == probe))
 
 
 def applies(params: object, variant: Variant) -> bool:

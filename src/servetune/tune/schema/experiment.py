@@ -360,6 +360,31 @@ class EstimateSpec(_Strict):
         return self
 
 
+class ConfirmSpec(_Strict):
+    """Re-measure the finalists with fresh repeats before recommending (a confirmatory run): the best of many
+    noisy measurements is the one whose noise flattered it most (the winner's curse), so the figure the search saw
+    is inflated; the recommendation uses the confirmed figures and the reports say by how much the search's were
+    inflated."""
+
+    mode: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="auto: when the run did not measure every variant (a search stage, or estimate.mode prune); "
+        "on: always; off: never.",
+    )
+    finalists: int = Field(default=2, ge=1, le=20, description="The winner and the next best by the objective.")
+    repeats: int | None = Field(default=None, ge=1, le=100, description="Fresh repeats (default: suite.repeats).")
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_on_off(cls, value: Any) -> Any:
+        # YAML reads a bare `on` / `off` as true / false.
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
+    def wanted(self, searched: bool, pruned: bool) -> bool:
+        """Whether the run confirms its finalists (`searched`: a search stage; `pruned`: estimate prune)."""
+        return self.mode == "on" or (self.mode == "auto" and (searched or pruned))
+
+
 class RankingSpec(_Strict):
     """How variants are told apart (the same rule marks deltas in every report)."""
 
@@ -395,11 +420,17 @@ class Experiment(_Strict):
     deploy: Deploy = Field(default_factory=Deploy)
     estimate: EstimateSpec = Field(default_factory=EstimateSpec)
     ranking: RankingSpec = Field(default_factory=RankingSpec)
+    confirm: ConfirmSpec = Field(default_factory=ConfirmSpec)
     allow_unknown_flags: bool = Field(
         default=False,
         description="Pass flags servetune's tables do not list untouched (known flags are still checked).",
     )
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+
+    def confirms(self) -> bool:
+        """Whether the run re-measures its finalists before recommending (`confirm`)."""
+        searched = any(stage.search is not None for stage in self.variants.as_stages())
+        return self.confirm.wanted(searched, self.estimate.mode == "prune")
 
     def resolved_objective(self) -> Objective:
         """The objective as (probe, figure, goal); a name is one a probe declares (checked by the loader)."""
