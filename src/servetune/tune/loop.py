@@ -135,12 +135,14 @@ def run_experiment(
     executor: Executor | None = None,
     reorder: bool = True,
     retry_failed: bool = False,
+    predict: Predictor | None = None,
 ) -> Outcome:
     """Runs (or resumes) an experiment into `out_dir`. `launcher` and `feasibility` default to the real engines
     and the planner; `executor` defaults to the one `exp.executor` names (a launcher given here is the local
     executor's: the others launch real engines where they run); `reorder=False` keeps the declared order (the
     ordering benchmark); `retry_failed` (with `resume`) runs variants that failed in an earlier session again (a
-    transient crash), keeping their runs."""
+    transient crash), keeping their runs; `predict` stands for the simulator's estimates when `estimate` asks for
+    them (default: `search.estimates.predictor`; a study replaying one table many times passes a cached one)."""
     if launcher is not None and (executor is not None or exp.executor.kind != "local"):
         raise ValueError("a launcher is the local executor's: the other executors launch where they run")
     if resume or retry_failed:
@@ -161,7 +163,8 @@ def run_experiment(
         runner = executor or executor_for(exp)
         try:
             runner.bind(session, store)
-            _Loop(exp, store, session, progress, runner, feasibility or default_feasibility(exp), reorder).run()
+            feasible = feasibility or default_feasibility(exp)
+            _Loop(exp, store, session, progress, runner, feasible, reorder, predict).run()
         finally:
             runner.close()
         records = store.records()
@@ -179,15 +182,20 @@ class _Loop:
     executor: Executor
     feasibility: Feasible | None
     reorder: bool
+    predict: Predictor | None = None
 
     def run(self) -> None:
         base, client = base_config(self.exp), self.exp.client
-        predict: Predictor | None = predictor(self.exp) if self.exp.estimate.mode != "off" else None
+        predict = None
+        if self.exp.estimate.mode != "off":
+            predict = self.predict or predictor(self.exp)
         for stage in self.exp.variants.as_stages():
             winner = self.run_stage(stage, base, client, predict)
             if winner is not None:
                 base, client = winner.config, winner.client
-        if self.exp.confirms():
+        searched = any(stage.search is not None for stage in self.exp.variants.as_stages())
+        pruned = any(record.estimated for record in self.store.records())
+        if self.exp.confirm.wanted(searched, pruned):
             self.confirm()
 
     def run_stage(

@@ -79,7 +79,6 @@ async def run(ctx: ProbeContext, p: FixedLoad) -> ProbeResult:
     figures: dict[str, float | None] = {
         "output_tok_s": s.output_throughput,
         "request_rps": s.request_throughput,
-        "goodput_rps": s.goodput if p.goodput is not None else None,
         "ttft_p50_ms": s.ttft_ms.p50,
         "ttft_p99_ms": s.ttft_ms.p99,
         "tpot_p50_ms": s.tpot_ms.p50,
@@ -87,6 +86,8 @@ async def run(ctx: ProbeContext, p: FixedLoad) -> ProbeResult:
         "e2el_p50_ms": s.e2el_ms.p50,
         "e2el_p99_ms": s.e2el_ms.p99,
     }
+    if p.goodput is not None:  # no bounds, no goodput: the figure is absent, not zero
+        figures["goodput_rps"] = s.goodput
     return ProbeResult(
         probe="fixed_load",
         ok=s.completed > 0,

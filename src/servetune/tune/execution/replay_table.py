@@ -92,6 +92,8 @@ class ReplayTable:
     goodput: dict[str, dict[str, float]]
     variants: dict[str, TableVariant]
     synthetic: bool = False
+    slos: dict[str, Any] = field(default_factory=dict)
+    """The SLOs per objective the table names (grid.json's `slos`): what a study of it judges feasibility by."""
 
     @classmethod
     def load(cls, path: str | Path) -> ReplayTable:
@@ -160,6 +162,7 @@ class ReplayTable:
             goodput=goodput,
             variants=variants,
             synthetic=bool(grid.get("synthetic")),
+            slos=dict(grid.get("slos") or {}),
         )
 
     def find(self, engine: str, flags: dict[str, Any]) -> TableVariant | None:

@@ -368,7 +368,7 @@ class ConfirmSpec(_Strict):
 
     mode: Literal["auto", "on", "off"] = Field(
         default="auto",
-        description="auto: when the run did not measure every variant (a search stage, or estimate.mode prune); "
+        description="auto: when the run left variants unmeasured (a search stage, or variants the estimate pruned); "
         "on: always; off: never.",
     )
     finalists: int = Field(default=2, ge=1, le=20, description="The winner and the next best by the objective.")
@@ -381,7 +381,8 @@ class ConfirmSpec(_Strict):
         return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
     def wanted(self, searched: bool, pruned: bool) -> bool:
-        """Whether the run confirms its finalists (`searched`: a search stage; `pruned`: estimate prune)."""
+        """Whether the run confirms its finalists (`searched`: it has a search stage; `pruned`: the estimate left
+        variants unlaunched)."""
         return self.mode == "on" or (self.mode == "auto" and (searched or pruned))
 
 
@@ -426,11 +427,6 @@ class Experiment(_Strict):
         description="Pass flags servetune's tables do not list untouched (known flags are still checked).",
     )
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
-
-    def confirms(self) -> bool:
-        """Whether the run re-measures its finalists before recommending (`confirm`)."""
-        searched = any(stage.search is not None for stage in self.variants.as_stages())
-        return self.confirm.wanted(searched, self.estimate.mode == "prune")
 
     def resolved_objective(self) -> Objective:
         """The objective as (probe, figure, goal); a name is one a probe declares (checked by the loader)."""
