@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from servetune.engines.applied import require_applied
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.models import resolve_model, resolve_tokenizer
@@ -139,7 +140,7 @@ class LaunchSession:
             with self.launcher(resolve_model(first.config), log_dir, self.exp.engine.startup_timeout_s) as engine:
                 launch_s = clock()
                 self.progress.launched(launch_s)
-                facts = _facts(engine)
+                facts = {**_facts(engine), "flags_applied": require_applied(first.config, engine.facts)}
                 pid = "simulated in process" if isinstance(engine, VirtualEngine) else f"engine pid {engine.pid}"
                 ran_on = f"{self.where}; {pid}"
                 warm = ProbeContext(self._backend(first, engine, facts))
