@@ -1,6 +1,10 @@
-"""On real CPU engines with the tiny model: every launch of a tune proves each requested flag was applied —
+"""On real CPU engines with the tiny model: every launch of a tune proves each requested flag was applied (F25) —
 llama.cpp pads a context to a multiple of 256 tokens, and the variant asking for 1000 fails as `flag_not_applied`
-naming the flag before anything is measured; vLLM's log shows the flags it was given."""
+naming the flag before anything is measured; vLLM's log shows the flags it was given — and the correctness gate (F24) compares a
+variant's greedy answers with the baseline's, the tolerance set by the baseline against itself: llama.cpp's
+q4_0 K and V caches change the tiny random model's answers (measured: 4% of the greedy tokens agree; a q4_0 K cache
+alone kept 95%, a q8_0 one 100%) and fail the gate, f16 (the default) passes. With random
+weights this proves the gate's mechanics only."""
 
 from __future__ import annotations
 
@@ -62,8 +66,8 @@ engine:
   flags: {max-model-len: 1024, max-num-seqs: 4, enforce-eager: true, enable-prefix-caching: false}
   env: {VLLM_CPU_KVCACHE_SPACE: "1"}
 client: {endpoint: completions, tokenizer: tiny}
-suite: {repeats: 1, warmup_requests: 0, probes: {short_latency: {max_tokens: 4}}}
-objective: {probe: short_latency, figure: e2el_ms}
+suite: {repeats: 2, warmup_requests: 0, probes: {correctness: {max_tokens: 8, prompts: [hello, "1 2 3"]}}}
+objective: {probe: correctness, figure: generated_tokens}
 variants:
   matrix:
     baseline: base
@@ -77,4 +81,44 @@ variants:
     assert applied["max-model-len"] == "applied: engine config: max_seq_len=1024", applied
     assert applied["enable-prefix-caching"] == "applied: engine config: enable_prefix_caching=False"
     assert applied["max-num-seqs"] == "applied: non-default args: max_num_seqs=4"
+    assert all(run.result.ok for run in base.runs), [run.result.error for run in base.runs]
+    samples = base.runs[0].result.samples
+    assert len(samples) == 2 and all(s.tokens and s.logprobs[0] is not None for s in samples), samples
     assert records["fp32"].facts["flags_applied"]["dtype"].startswith("applied:")
+
+
+def test_a_kv_cache_type_that_changes_the_answers_fails_the_correctness_gate(tmp_path: Path) -> None:
+    exp = parse_experiment(
+        """
+name: correct-llama
+engine: {engine: llamacpp, model: tiny, flags: {ctx-size: 1024, parallel: 1, threads: 1}}
+client: {endpoint: completions, tokenizer: tiny}
+suite:
+  repeats: 2
+  warmup_requests: 0
+  probes:
+    correctness: {max_tokens: 64}
+    short_latency: {max_tokens: 4}
+objective: {probe: short_latency, figure: e2el_ms}
+variants:
+  matrix:
+    baseline: base
+    changes:
+      kv-q4: {cache-type-k: q4_0, cache-type-v: q4_0, flash-attn: "on"}
+      k-f16: {cache-type-k: f16}
+      two-slots: {parallel: 2, ctx-size: 2048}
+"""
+    )
+    outcome = run_experiment(exp, tmp_path / "c", emit=lambda _: None)
+    entries = {e.record.variant.name: e for e in outcome.ranking.entries}
+    q4 = entries["kv-q4"]
+    assert q4.correctness is not None and not q4.correctness.passed, q4.correctness
+    assert q4.correctness.baseline_self.pct == 100.0, "llama.cpp answers the same greedily twice"
+    assert not q4.eligible and any(f.startswith("correctness: greedy answers agree") for f in q4.failures)
+    f16 = entries["k-f16"]
+    assert f16.correctness is not None and f16.correctness.passed and f16.correctness.variant.pct == 100.0
+    assert f16.eligible
+    slots = entries["two-slots"]
+    assert slots.correctness is None and not any(r.probe == "correctness" for r in slots.record.runs), (
+        "a knob that does not change outputs is not gated"
+    )

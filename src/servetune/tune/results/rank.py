@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from servetune.metrics.slo import BOUNDS, is_latency_slo, missed_repeats, slo_miss
 from servetune.suite.registry import all_probes, figure_spec
 from servetune.tune.results.confirm import Confirmation
+from servetune.tune.results.correctness import PROBE as CORRECTNESS, Verdict, verdict
 from servetune.tune.results.result import RunResult, VariantRecord
 from servetune.tune.results.stats import Delta, Estimate, delta, estimate
 from servetune.tune.schema.experiment import Experiment, Objective
@@ -151,6 +152,8 @@ class Entry:
     rank: int | None = None
     tie_with_winner: bool = False
     deltas: dict[FigureKey, Delta] = field(default_factory=dict)
+    correctness: Verdict | None = None
+    """Its greedy answers against the baseline's (`correctness` probe); a failed gate is one of `failures`."""
 
     @property
     def eligible(self) -> bool:
@@ -185,6 +188,7 @@ def rank(exp: Experiment, records: list[VariantRecord]) -> Ranking:
             failures.append(f"objective {objective.probe}.{objective.figure} was not measured")
         entries.append(Entry(record, figures, figures.get((objective.probe, objective.figure)), failures))
     _add_deltas(entries, threshold)
+    _gate(exp, entries)
     sign = 1.0 if objective.direction == "max" else -1.0
     eligible = sorted((e for e in entries if e.eligible), key=lambda e: -sign * e.objective.mean)  # type: ignore[union-attr]
     for i, entry in enumerate(eligible, 1):
@@ -209,6 +213,25 @@ def rank(exp: Experiment, records: list[VariantRecord]) -> Ranking:
     if confirming:
         reason += f" (among the {len(confirming)} finalists re-measured with fresh repeats)"
     return Ranking(objective, _ordered(entries, eligible), winner, reason, threshold, confirmations)
+
+
+def _gate(exp: Experiment, entries: list[Entry]) -> None:
+    """The correctness gate of every finished variant against the baseline of its stage (a re-measured finalist:
+    of the stage it was first measured in); a failed gate keeps it out of the ranking."""
+    params = exp.suite.probes.params(CORRECTNESS)
+    if params is None:
+        return
+    loss = float(getattr(params, "max_loss_pct", 0.0))
+    baselines = {e.record.variant.stage: e.record for e in entries if e.record.variant.baseline}
+    stage_of = {e.record.key: e.record.variant.stage for e in entries}
+    for entry in entries:
+        variant = entry.record.variant
+        base = baselines.get(stage_of.get(variant.confirms or "", variant.stage))
+        if entry.record.status != "done" or base is None or base.key == entry.record.key:
+            continue
+        entry.correctness = verdict(entry.record, base, loss)
+        if entry.correctness is not None and not entry.correctness.passed:
+            entry.failures.append(entry.correctness.text())
 
 
 def _confirmations(entries: list[Entry], goal: str) -> list[Confirmation]:
