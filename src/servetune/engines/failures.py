@@ -31,6 +31,7 @@ FailureClass = Literal[
     "startup_timeout",
     "died_under_load",
     "engine_hung",
+    "flag_not_applied",
 ]
 
 

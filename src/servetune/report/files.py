@@ -92,6 +92,7 @@ def results_json(
         "reason": ranking.reason,
         "time_scale_note": time_scale_note(ranking) or None,
         "recommendation": rec.model_dump() if rec else None,
+        "confirmation": [c.as_json() for c in ranking.confirmations],
         "variants": [entry_json(e) for e in ranking.entries],
     }
 
@@ -144,6 +145,15 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         lines += [f"Judged by the simulator's estimate only (not launched): {', '.join(estimated)}.", ""]
     if note := time_scale_note(ranking):
         lines += [note, ""]
+    if ranking.confirmations:
+        label = column_title((ranking.objective.probe, ranking.objective.figure))
+        lines += ["## Confirmation (the winner's curse)", ""]
+        lines += [
+            "The finalists were measured again with fresh repeats before recommending; the recommendation uses "
+            "the confirmed figures.",
+            "",
+        ]
+        lines += [f"- {c.text(label)}" for c in ranking.confirmations] + [""]
     lines += ["## Recommendation", "", ranking.reason, ""]
     notes = decision_notes(ranking)
     lines += [f"- {kind}: {text}" for kind, text in notes] + ([""] if notes else [])
@@ -205,6 +215,7 @@ def write_reports(
         if rec.docker_command:
             text += f"\n# docker\n{rec.docker_command}\n"
         text += "".join(f"# note: {note}\n" for note in rec.notes)
+        text += f"# confirmed: {rec.confirmed}\n" if rec.confirmed else ""
         for name, body in rec.sampling_presets.items():
             text += f"\n# sampling preset {name}\n{json.dumps(body, ensure_ascii=False)}\n"
     else:

@@ -45,11 +45,23 @@ def outcome_lines(ranking: Ranking, files: dict[str, Path], width: int | None = 
         *ranking_lines(ranking, width),
         "",
         *wrap(ranking.reason, width),
+        *confirmation_lines(ranking, width),
         *tradeoff_lines(ranking, width),
         *command_lines(files, width),
         "",
         *[_fit(f"{kind:15s} {path}", width) for kind, path in files.items()],
     ]
+
+
+def confirmation_lines(ranking: Ranking, width: int) -> list[str]:
+    """The finalists' re-measurement: each one's first figure, its confirmed figure and the inflation."""
+    if not ranking.confirmations:
+        return []
+    label = ranking.objective.label
+    out = ["", "Confirmed with fresh repeats (the winner's curse):"]
+    for confirmation in ranking.confirmations:
+        out += wrap(confirmation.text(label), width, "  ", "    ")
+    return out
 
 
 def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list[str]:

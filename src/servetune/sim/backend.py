@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 
 from servetune.control.client import Models, parse_models
-from servetune.load.backend import ClientSpec
+from servetune.load.backend import ClientSpec, GreedyText
 from servetune.load.prompts import endpoint_fields, load_items, plan_conversation
 from servetune.load.runner import LoadResult
 from servetune.load.shape import LoadShape
@@ -119,6 +119,10 @@ class SimBackend:
 
     async def models(self) -> Models | None:
         return parse_models(self.deployment.models_payload(self._model))
+
+    async def greedy(self, prompt: str, max_tokens: int) -> GreedyText | None:
+        """The simulator times tokens; it generates no text a correctness check could compare."""
+        return None
 
     # ------------------------------------------------------------------ workloads as engine requests
     def _synthetic(self, workload: Workload) -> ConversationSource:

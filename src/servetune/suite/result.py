@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from servetune.load.backend import GreedyText
 from servetune.metrics.reconcile import Reconciliation
 
 
@@ -36,6 +37,9 @@ class ProbeResult(BaseModel):
     )
     requests: int = 0
     failed_requests: int = 0
+    samples: list[GreedyText] = Field(
+        default_factory=list, description="Greedy answers the correctness probe keeps, to compare configs."
+    )
     warnings: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     error: str | None = None

@@ -7,18 +7,19 @@ crash recorded as a failed result, and figures measured against a time-scaled si
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
 from servetune.control.client import Models
-from servetune.load.backend import Backend
+from servetune.load.backend import Backend, GreedyText
 from servetune.load.runner import LoadResult
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
 from servetune.metrics.engine_time import engine_time
 from servetune.metrics.prometheus import MetricsSnapshot, delta, settle
 from servetune.metrics.reconcile import ClientAccount, Reconciliation, engine_account, reconcile, timings_account
-from servetune.metrics.record import RequestRecord
+from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.metrics.slo import Slos
 from servetune.suite.result import ProbeResult
 from servetune.suite.spec import ProbeContext, ProbeSpec
@@ -72,6 +73,27 @@ class _Accounted:
 
     async def models(self) -> Models | None:
         return await self._backend.models()
+
+    async def greedy(self, prompt: str, max_tokens: int) -> GreedyText | None:
+        """The answer, kept in the account as one request (the engine counts it)."""
+        sent = time.monotonic_ns()
+        answer = await self._backend.greedy(prompt, max_tokens)
+        if answer is not None:
+            n = len(answer.tokens) if answer.error is None else 0
+            self.records.append(
+                RequestRecord(
+                    index=len(self.records),
+                    sent_ns=sent,
+                    done_ns=time.monotonic_ns(),
+                    stream=False,
+                    prompt_tokens=answer.prompt_tokens,
+                    output_tokens=n,
+                    usage_output_tokens=n if answer.error is None else None,
+                    error_class=ErrorClass.INVALID_RESPONSE if answer.error else None,
+                    error=answer.error,
+                )
+            )
+        return answer
 
 
 async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeResult:

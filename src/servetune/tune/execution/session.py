@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from servetune.engines.applied import require_applied
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.models import resolve_model, resolve_tokenizer
@@ -139,7 +140,7 @@ class LaunchSession:
             with self.launcher(resolve_model(first.config), log_dir, self.exp.engine.startup_timeout_s) as engine:
                 launch_s = clock()
                 self.progress.launched(launch_s)
-                facts = _facts(engine)
+                facts = {**_facts(engine), "flags_applied": require_applied(first.config, engine.facts)}
                 pid = "simulated in process" if isinstance(engine, VirtualEngine) else f"engine pid {engine.pid}"
                 ran_on = f"{self.where}; {pid}"
                 warm = ProbeContext(self._backend(first, engine, facts))
@@ -195,7 +196,7 @@ class LaunchSession:
         done = self.store.finished_runs(variant.key())
         backend = self._backend(variant, engine, facts)
         slos = wall_clock_slos(dict(self.exp.slos), backend.time_scale)
-        repeats = self.exp.suite.repeats
+        repeats = variant.repeats or self.exp.suite.repeats
         for name in self.exp.suite.probes.enabled():
             spec, params = get_probe(name), self.exp.suite.probes.params(name)
             if not applies(params, variant):
@@ -259,8 +260,9 @@ class LaunchSession:
     def skip_all(self, variant: Variant) -> None:
         """Takes a variant's remaining probe runs out of the progress plan (it will not run them)."""
         done = self.store.finished_runs(variant.key())
+        repeats = variant.repeats or self.exp.suite.repeats
         for probe in self.exp.suite.probes.enabled():
-            self.progress.skip(probe, self.exp.suite.repeats - sum(1 for p, _ in done if p == probe))
+            self.progress.skip(probe, repeats - sum(1 for p, _ in done if p == probe))
 
 
 def applies(params: object, variant: Variant) -> bool:

@@ -30,6 +30,8 @@ class Recommendation(BaseModel):
     notes: list[str] = []
     sampling_presets: dict[str, dict[str, Any]]
     figures: dict[str, str]
+    confirmed: str | None = None
+    """The winner's confirmation: its figure as first measured, as re-measured, and the inflation."""
 
 
 def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
@@ -52,6 +54,10 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
         for (probe, name), est in sorted(winner.figures.items())
     }
     notes = list(dict.fromkeys((*planned, *serve.notes, *(docker.notes if docker else ()))))
+    label = ranking.objective.label
+    confirmed = next(
+        (c.text(label) for c in ranking.confirmations if c.confirmed_as == winner.record.variant.name), None
+    )
     return Recommendation(
         variant=winner.record.variant.name,
         reason=ranking.reason,
@@ -60,6 +66,7 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
         notes=notes,
         sampling_presets=exp.sampling_presets,
         figures=figures,
+        confirmed=confirmed,
     )
 
 

@@ -40,6 +40,12 @@ def _name_issues(exp: Experiment) -> Iterator[Issue]:
         prefix: KeyPath = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
         if stage.name in seen_stages:
             yield Issue((*prefix, "name"), f"two stages are named `{stage.name}`", "give every stage its own name")
+        if stage.name == "confirm":
+            yield Issue(
+                (*prefix, "name"),
+                "the stage name `confirm` is the finalists' re-measurement's (confirm:)",
+                "give the stage another name",
+            )
         seen_stages.add(stage.name)
         if stage.matrix and stage.matrix.baseline in stage.matrix.changes:
             yield Issue(
