@@ -130,6 +130,51 @@ def test_targets_take_a_comma_list_and_repeated_flags_alike(tmp_path: Path, caps
         assert {p.name for p in out.iterdir()} == made
 
 
+def test_a_target_that_refuses_the_config_stops_every_target_before_a_file_is_written(tmp_path: Path, capsys) -> None:
+    """With the default --target all, an SGLang flag systemd cannot pass exited 2 with compose/ and kubernetes/
+    already written: a half deployment that looked whole."""
+    flags = {"ssl-keyfile-password": CANARY}
+    path = _config(tmp_path, {"engine": "sglang", "model": "/models/qwen", "version": "0.5.23", "flags": flags})
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as done:
+        main(["deploy", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "systemd target cannot pass" in err, err
+    assert not out.exists(), sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--gpu", "junk"], "unknown GPU 'junk'"),  # was written into the files as a GPU type
+        (["--gpu", "H200x0"], "GPU count in 'H200x0'"),
+        (["--gpu", "H200x100"], "100 GPUs per replica"),
+        (["--gpu", "H200x2", "--gpus", "4"], "--gpus says 4"),
+        (["--gpus", "0"], "0 GPUs per replica"),
+        (["--slo", "ttft_p99_ms=1e308"], "more than a day"),  # was accepted as an alert threshold
+        (["--slo", "ttft_p99_ms=nan"], "bad --slo"),
+        (["--slo", "ttft_p99=500"], "did you mean `ttft_p99_ms`"),
+    ],
+)
+def test_bad_gpu_and_slo_arguments_are_refused(argv: list[str], said: str, tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["deploy", str(TINY_FOLDER), "--out", str(tmp_path / "o"), *argv])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and said in err and "unexpectedly" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_gpu_count_of_gpu_is_the_replicas(tmp_path: Path, capsys) -> None:
+    """`--gpu H200x2` was taken as a GPU type named "H200x2" and the count left at the source's (1)."""
+    out = tmp_path / "o"
+    with pytest.raises(SystemExit) as done:
+        main(["deploy", str(TINY_FOLDER), "--out", str(out), "--gpu", "H200x2", "--target", "compose,kubernetes"])
+    assert done.value.code == 0, capsys.readouterr().err
+    (device,) = _engine(out)["deploy"]["resources"]["reservations"]["devices"]
+    assert device["count"] == 2 and _container(out)["resources"]["limits"] == {"nvidia.com/gpu": 2}
+    assert "H200x2" not in (out / "compose" / "compose.yaml").read_text()
+
+
 # ---- per engine -------------------------------------------------------------------------------------------------
 def test_llamacpp_files_run_llama_server_on_the_gguf_file_with_a_pinned_image(tmp_path: Path) -> None:
     """They ran `/app/llama-server -m servetune.engines.llamacpp_server -m /models/tiny` from `:server`."""
