@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.operate.deploy_checks import UNIT_KEYS, unit_lines, validate_compose, validate_kubernetes
 
 from servetune.cli.entry import main
 from servetune.engines.commands import EnvRef, container_launch
@@ -50,20 +51,6 @@ def _container(out: Path) -> dict:
     return dep["spec"]["template"]["spec"]["containers"][0]
 
 
-def validate_compose(path: Path) -> None:
-    import jsonschema
-
-    schema = json.loads((DATA / "compose-spec.json").read_text())
-    jsonschema.Draft7Validator(schema).validate(yaml.safe_load(path.read_text()))
-
-
-def validate_kubernetes(path: Path) -> None:
-    import kubernetes_validate
-
-    for doc in (d for d in yaml.safe_load_all(path.read_text()) if d):
-        kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
-
-
 def verify_unit(unit: Path, tmp_path: Path) -> None:
     """`systemd-analyze verify` of the unit, with its ExecStart program pointed at this checkout's servetune (the
     unit names /usr/local/bin/servetune, where an install puts it); a warning (an unknown key, a line without
@@ -77,37 +64,6 @@ def verify_unit(unit: Path, tmp_path: Path) -> None:
     proc = subprocess.run([tool, "verify", str(copy)], capture_output=True, text=True, timeout=60, check=False)
     said = [line for line in (proc.stdout + proc.stderr).splitlines() if str(copy) in line or "ignoring" in line]
     assert proc.returncode == 0 and not said, proc.stdout + proc.stderr
-
-
-def unit_lines(unit: Path) -> list[tuple[str, str]]:
-    """The (section, key) of every directive of a unit: what systemd will act on."""
-    found, section = [], ""
-    for line in unit.read_text().splitlines():
-        if not line.strip() or line.startswith(("#", ";")):
-            continue
-        if line.startswith("["):
-            section = line
-            continue
-        found.append((section, line.partition("=")[0]))
-    return found
-
-
-UNIT_KEYS = [
-    ("[Unit]", "Description"),
-    ("[Unit]", "After"),
-    ("[Unit]", "Wants"),
-    ("[Service]", "Type"),
-    ("[Service]", "User"),
-    ("[Service]", "WorkingDirectory"),
-    ("[Service]", "EnvironmentFile"),
-    ("[Service]", "ExecStart"),
-    ("[Service]", "KillSignal"),
-    ("[Service]", "KillMode"),
-    ("[Service]", "TimeoutStopSec"),
-    ("[Service]", "Restart"),
-    ("[Service]", "RestartSec"),
-    ("[Install]", "WantedBy"),
-]
 
 
 # ---- targets ----------------------------------------------------------------------------------------------------
