@@ -3,15 +3,11 @@ measurements). It parses and calls `servetune.operate.deploy`, which holds every
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import typer
 
 from servetune.errors import ServetuneError
-
-MAX_GPUS = 64
-"""GPUs per replica: more than one host holds is a typo."""
 
 
 def _seconds(text: str | None, option: str) -> float | None:
@@ -25,21 +21,6 @@ def _seconds(text: str | None, option: str) -> float | None:
         raise ServetuneError(f"{option} must be a number of seconds, got {text!r}", f"e.g. {option} 251") from None
 
 
-def _slos(items: list[str]) -> dict[str, float]:
-    """`ttft_p99_ms=500` items → {"ttft_p99_ms": 500.0}; names as in an experiment's `slos:`."""
-    out: dict[str, float] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not key.endswith("_ms") or not math.isfinite(number) or number <= 0:
-            raise ServetuneError(f"bad --slo {item!r}", "write NAME_ms=POSITIVE, e.g. --slo ttft_p99_ms=500")
-        out[key] = number
-    return out
-
-
 def register(app: typer.Typer) -> None:
     """Adds `deploy`."""
 
@@ -50,8 +31,10 @@ def register(app: typer.Typer) -> None:
             [], "--target", help="compose, kubernetes, systemd or all (default); a,b or repeat the option."
         ),
         out: Path = typer.Option(None, "--out", help="Output folder (default: SOURCE/deploy for a folder)."),
-        gpu: str = typer.Option(None, "--gpu", help="GPU type (default: from the tuning folder or plan)."),
-        gpus: int = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="GPUs per replica."),
+        gpu: str = typer.Option(
+            None, "--gpu", help="GPU type, NAME[xN] as plan takes it (default: from the tuning folder or plan)."
+        ),
+        gpus: int = typer.Option(None, "--gpus", help="GPUs per replica (or N in --gpu NAMExN)."),
         cold_start: str = typer.Option(
             None, "--cold-start-s", help="Measured cold start in seconds, when SOURCE has none."
         ),
@@ -61,6 +44,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write deployment files (nginx, Prometheus rules and scrape config, Grafana dashboard, and docker
         compose / Kubernetes / systemd), every number sized from measurements and commented with its source."""
+        from servetune.metrics.slo import parse_slos
         from servetune.operate.deploy import DeployInputs, parse_targets, write_deployment
 
         targets = parse_targets(target)
@@ -71,7 +55,7 @@ def register(app: typer.Typer) -> None:
             gpus=gpus,
             cold_start_s=_seconds(cold_start, "--cold-start-s"),
             cold_start_source=cold_start_source,
-            slos=_slos(slo),
+            slos=parse_slos(slo),
         )
         dest = out or (source / "deploy" if source.is_dir() else Path("deploy"))
         for path in write_deployment(inputs, dest, targets):

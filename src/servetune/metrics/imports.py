@@ -30,6 +30,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from servetune.errors import ServetuneError
+from servetune.metrics.import_schema import (
+    check_aiperf_record,
+    check_aiperf_summary,
+    check_guidellm,
+    check_run_figures,
+    check_vllm,
+)
 from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.metrics.runs import RECORDS_SUFFIX, RUN_SUFFIX, BenchRun, RunSource, Tool, read_run, run_stem, write_run
 from servetune.metrics.vllm_format import figures_from_file, percentile_word, records_from_vllm
@@ -55,11 +62,11 @@ def import_files(files: Sequence[Path], into: Path, *, force: bool = False) -> l
     for file in files:
         if not file.exists():
             raise ServetuneError(f"{file} does not exist", "give result files written by a benchmark tool")
+    read = [(content_digest(file), read_runs(file)) for file in files]  # every file checked before one is written
     known = _imported(into)
     out: list[Imported] = []
-    for file in files:
-        digest = content_digest(file)
-        for run in read_runs(file):
+    for digest, runs in read:
+        for run in runs:
             _, hash_sign, index = run.source.path.partition("#")
             key = digest + (f"#{index}" if hash_sign else "")
             if key in known and not force:
@@ -122,13 +129,17 @@ def read_runs(path: Path) -> list[BenchRun]:
     data = _parse(path, text)
     tool = detect(data)
     if tool == "servetune":
+        check_run_figures(data.get("figures") or {}, f"{path}: figures")
         return [read_run(path, data)]
     if tool == "guidellm":
+        check_guidellm(data, str(path))
         return _guidellm(path, data)
     if tool == "aiperf":
         return [_aiperf(path.parent, data)]
     if tool == "vllm":
-        items = data if isinstance(data, list) else [data] if isinstance(data, dict) else data
+        items = data if isinstance(data, list) else [data]
+        for i, item in enumerate(items):
+            check_vllm(item, f"{path}" + (f" (run {i + 1} of {len(items)})" if len(items) > 1 else ""))
         return [_vllm(path, item, i if len(items) > 1 else None) for i, item in enumerate(items)]
     raise ServetuneError(
         f"{path} is not a result file servetune reads",
@@ -195,7 +206,7 @@ def find_runs(folder: Path) -> list[BenchRun]:
 
 
 def _vllm(path: Path, data: Mapping[str, Any], index: int | None) -> BenchRun:
-    rate = data.get("request_rate")
+    rate = data.get("request_rate")  # a number or "inf" (`check_vllm`)
     rate_value = float("inf") if rate in ("inf", None) else float(rate)
     concurrency = data.get("max_concurrency")
     kind: Literal["concurrency", "rate"] = "rate"
@@ -391,7 +402,10 @@ _AIPERF_FIGURES = {
 def _aiperf(folder: Path, summary: Mapping[str, Any] | None = None) -> BenchRun:
     if summary is None and (folder / AIPERF_SUMMARY).is_file():
         summary = _parse(folder / AIPERF_SUMMARY, _text(folder / AIPERF_SUMMARY))
+    if summary is not None and not isinstance(summary, dict):
+        raise ServetuneError(f"{folder / AIPERF_SUMMARY} is not AIPerf's summary (not a mapping)", "give AIPerf's")
     summary = dict(summary or {})
+    check_aiperf_summary(summary, str(folder / AIPERF_SUMMARY))
     figures: dict[str, float] = {}
     for tag, name in _AIPERF_FIGURES.items():
         metric = summary.get(tag)
@@ -467,11 +481,12 @@ def _aiperf_records(path: Path) -> list[RequestRecord]:
             continue
         try:
             row = json.loads(line)
-            meta, metrics = row.get("metadata") or {}, row.get("metrics") or {}
-            start = int(meta["request_start_ns"])
-            end = int(meta.get("request_end_ns") or start)
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
-            raise ServetuneError(f"{path} line {n} is not an AIPerf record: {err}", "give AIPerf's export") from None
+        except ValueError as err:
+            raise ServetuneError(f"{path} line {n} is not JSON: {err}", "give AIPerf's export") from None
+        check_aiperf_record(row, f"{path} line {n}")
+        meta, metrics = row["metadata"], row.get("metrics") or {}
+        start = int(meta["request_start_ns"])
+        end = int(meta.get("request_end_ns") or start)
         error = row.get("error")
         chunks: list[int] = []
         ttft = _value(metrics, "time_to_first_token")

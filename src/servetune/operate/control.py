@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -141,16 +142,21 @@ def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float | None = N
         state = json.loads((run_dir / STATE_FILE).read_text())
         token = (run_dir / TOKEN_FILE).read_text().strip()
         wait_s = timeout_s if timeout_s is not None else float(state["switch_timeout_s"])
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        if not (math.isfinite(wait_s) and wait_s > 0):
+            raise ValueError(f"its {STATE_FILE} has switch_timeout_s {wait_s}")
+        url = state["control_url"]
+        client = ControlClient(url, api_key=token, timeouts=ControlTimeouts(total_s=wait_s))
+    except (OSError, ValueError, KeyError, TypeError, ServetuneError) as err:
+        # no state, or one no running serve wrote (a stale or broken serve.json): nothing to ask
+        why = f"its {STATE_FILE} has no {err}" if isinstance(err, KeyError) else str(err).splitlines()[0]
         raise ServetuneError(
-            f"no running `servetune serve` in {run_dir} ({err})", "pass the --run-dir of the running serve"
-        ) from err
-    client = ControlClient(state["control_url"], api_key=token, timeouts=ControlTimeouts(total_s=wait_s))
+            f"no running `servetune serve` in {run_dir} ({why})", "pass the --run-dir of the running serve"
+        ) from None
     try:
         status, answer = run_coroutine(client.post_json("/switch", {"config": cfg.model_dump(mode="json")}))
     except ControlError as err:
         raise ServetuneError(
-            f"cannot reach the running serve at {state['control_url']}: {err.problem}",
+            f"cannot reach the running serve at {url}: {err.problem}",
             "is `servetune serve` still running?",
         ) from None
     if status != 200:

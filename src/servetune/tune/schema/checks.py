@@ -14,6 +14,7 @@ from servetune.metrics.slo import is_latency_slo, slo_problem
 from servetune.plan.inputs import inputs_from_flags
 from servetune.suite.registry import all_probes, get_probe, named_objectives
 from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.footprint import footprint_issues
 from servetune.tune.schema.issues import Issue, KeyPath
 from servetune.tune.schema.variants import CLIENT_PREFIX
 
@@ -28,6 +29,7 @@ def check_experiment(exp: Experiment) -> list[Issue]:
         *_hardware_issues(exp),
         *_name_issues(exp),
         *_estimate_issues(exp),
+        *footprint_issues(exp),
     ]
     return issues or list(_roofline_issues(exp))
 

@@ -108,6 +108,18 @@ ExecutorKind = Literal["local", "local-gpus", "ray", "replay"]
 _GPU_ID = re.compile(r"\d+|(?:GPU|MIG)-[0-9A-Za-z/-]+")
 
 
+_RAY_ADDRESS = re.compile(
+    r"(?:ray://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?):(\d{1,5})"
+)
+
+
+def _ray_address(address: str) -> bool:
+    """Whether `address` is one `ray.init` can join: `auto`, or a host and a port (1-65535), so a typo is refused
+    by `tune --check` instead of by Ray once the run has started."""
+    found = _RAY_ADDRESS.fullmatch(address)
+    return address == "auto" or (found is not None and 1 <= int(found.group(1)) <= 65535)
+
+
 class ExecutorSpec(_Strict):
     """Where the launch groups run (`executor:`, or `tune --executor`): one after another here (`local`), side by
     side on this host's GPUs (`local-gpus`), as Ray tasks on the nodes of a Ray cluster (`ray`), or nowhere:
@@ -161,6 +173,11 @@ class ExecutorSpec(_Strict):
         if self.kind == "replay" and not self.table:
             raise ValueError(
                 "executor replay needs table: the folder of a measured table (e.g. benchmarks/tuning_table)"
+            )
+        if self.address is not None and not _ray_address(self.address):
+            raise ValueError(
+                f"address must be a Ray cluster's HOST:PORT (ray://HOST:PORT for Ray Client) or auto, got "
+                f"{self.address[:80]!r}"
             )
         return self
 
