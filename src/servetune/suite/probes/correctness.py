@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from servetune.load.shape import LoadShape
 from servetune.suite.probes._common import Params
 from servetune.suite.result import ProbeResult
-from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
+from servetune.suite.spec import Figure, ProbeContext, ProbeLoad, ProbeSpec, register
 
 PROMPTS = (
     "The capital of France is",
@@ -31,7 +32,7 @@ OUTPUT_FLAGS = (
 
 
 class Correctness(Params):
-    prompts: list[str] = Field(default_factory=lambda: list(PROMPTS), min_length=1)
+    prompts: list[str] = Field(default_factory=lambda: list(PROMPTS), min_length=1, max_length=256)
     max_tokens: int = Field(default=32, ge=1, le=4096)
     max_loss_pct: float = Field(
         default=0.0,
@@ -89,5 +90,8 @@ SPEC = register(
         ),
         simulable=False,
         prompts="given",
+        loads=lambda p: [
+            ProbeLoad(LoadShape.closed(1, requests=len(p.prompts)), p.max_tokens, ("prompts", "max_tokens"))
+        ],
     )
 )

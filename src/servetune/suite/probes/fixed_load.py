@@ -18,7 +18,7 @@ from servetune.load.workload import Dist, Workload
 from servetune.metrics.slo import Slos
 from servetune.suite.probes._common import Params
 from servetune.suite.result import ProbeResult
-from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
+from servetune.suite.spec import Figure, ProbeContext, ProbeLoad, ProbeSpec, register
 
 DEFAULT_CONCURRENCY = 8
 
@@ -141,5 +141,12 @@ SPEC = register(
             _latency("e2el", "p50", False),
             _latency("e2el", "p99", True),
         ),
+        loads=lambda p: [
+            ProbeLoad(
+                shape_of(p),
+                math.ceil(p.output_tokens * (1 + p.spread)),
+                ("requests", "warmup_requests", "output_tokens"),
+            )
+        ],
     )
 )
