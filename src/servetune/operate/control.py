@@ -72,6 +72,14 @@ class ControlServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def alive(self) -> bool:
+        """True while the server's thread serves (an error inside `serve_forever` ends it)."""
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        """Releases the port of a server whose thread has ended (`stop` would wait for that thread)."""
+        self.httpd.server_close()
+
     def switch(self, body: bytes) -> tuple[int, dict[str, Any]]:
         try:
             data = json.loads(body)

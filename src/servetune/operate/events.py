@@ -72,6 +72,17 @@ def terminal_line(event: dict[str, Any]) -> str | None:
         return f"{role} engine pid {event.get('pid')} died: {event.get('cause')} (log {event.get('log')})"
     if kind == "hung":
         return f"{role} engine pid {event.get('pid')} hung: no answer within {event.get('deadline_s')} s; restarting"
+    if kind == "nginx_died":
+        cause, log = event.get("cause"), event.get("log")
+        return f"nginx pid {event.get('pid')} died: {cause}; not ready until it is back (log {log})"
+    if kind == "nginx_restart_failed":
+        why = str(event.get("reason", "")).partition("\n")[0]
+        return f"nginx did not start again (attempt {event.get('attempt')}); retry in {event.get('delay_s')} s: {why}"
+    if kind == "nginx_restarted":
+        return f"nginx back after {event.get('down_s')} s: pid {event.get('nginx_pid')} at {event.get('proxy_url')}"
+    if kind in ("control_restarted", "control_restart_failed"):
+        what = "started again" if kind == "control_restarted" else f"could not start again: {event.get('reason')}"
+        return f"control server {event.get('url')} {what}"
     if kind == "fallback":
         return f"{role}: {event.get('failures')} failures in {event.get('window_s')} s: fallback ({event.get('how')})"
     if kind == "fallback_ready":

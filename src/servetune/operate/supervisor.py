@@ -10,6 +10,9 @@ liveness probes, the control server — and hand their findings to the main loop
   switched to the fast 503, and it is restarted after an exponential backoff; K deaths within T seconds switch
   the role to its fallback profile, and the event log says what capacity that gives up;
 - an engine whose liveness probe misses its deadline is hung: killed and restarted the same way;
+- nginx and the control server are parts too: a dead nginx (killed, or died on its own) is restarted with the
+  current config after the same backoff, and `/readyz` says not ready until it listens again; a control
+  server whose thread ended is started again on its port;
 - a switch request (control server) runs the blue-green procedure (switch.py);
 - SIGTERM/SIGINT: nginx stops accepting and drains the in-flight streams up to the deadline, then the
   engines stop, and the teardown reports prove that no process is left.
@@ -24,6 +27,7 @@ import secrets as pysecrets
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -40,7 +44,7 @@ from servetune.operate.evidence import Sized
 from servetune.operate.fallback import Fallback, capacity_of_facts, gives_up
 from servetune.operate.liveness import Liveness
 from servetune.operate.metrics import SupervisorMetrics
-from servetune.operate.proxy import Nginx, ProxySettings, upstream_keepalive
+from servetune.operate.proxy import Nginx, NginxGone, ProxySettings, upstream_keepalive
 from servetune.operate.role import Hung, Role
 from servetune.operate.serve_options import ServeOptions
 from servetune.operate.sizing import long_prompt_bytes
@@ -96,6 +100,10 @@ class Supervisor:
         self._pending: RunningEngine | None = None
         self._bytes_per_token: Sized | None = None
         self.teardown: dict[str, Any] = {}
+        self._proxy_down_since: float | None = None
+        """When nginx was found dead (None while it runs)."""
+        self._proxy_attempt = 0
+        self._proxy_next_start = 0.0
 
     def _engines(self) -> list[str]:
         """Every engine this supervisor may put behind the proxy: each role's, and its fallback's."""
@@ -141,6 +149,7 @@ class Supervisor:
         )
         self.nginx = Nginx(self.run_dir / "nginx", settings)
         self.nginx.start(self._upstreams())
+        self.metrics.proxy_up.set(1)
         # After the first process group started: the reaper's SIGTERM handler (stop everything at once) is
         # installed by then, and ours (drain first) replaces it.
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -209,6 +218,8 @@ class Supervisor:
 
     # ---- the loop --------------------------------------------------------------------------------------------
     def _tick(self) -> None:
+        self._watch_control()
+        self._watch_nginx()
         now = time.monotonic()
         for role in self.roles.values():
             if role.engine is None:
@@ -252,10 +263,82 @@ class Supervisor:
         return ups
 
     def apply_proxy(self) -> set[int]:
-        """Points nginx at the ready engines (and the fast 503 for the rest); returns the old workers."""
+        """Points nginx at the ready engines (and the fast 503 for the rest); returns the old workers. A dead
+        nginx is restarted with this config instead (it then has no old workers)."""
         assert self.nginx is not None
         self._resize_proxy()
-        return self.nginx.apply(self._upstreams())
+        if self.nginx.alive():
+            try:
+                return self.nginx.apply(self._upstreams())
+            except NginxGone:
+                pass
+        self._watch_nginx()
+        return set()
+
+    # ---- the supervisor's own parts --------------------------------------------------------------------------
+    def _watch_nginx(self) -> None:
+        """A dead nginx is told (`nginx_died`), its leftover workers stopped, and it is started again with the
+        current upstreams, after the engines' backoff while starts fail (`nginx_restart_failed`: the port taken
+        by another program, say); `/readyz` answers 503 until it listens again (`nginx_restarted`)."""
+        nginx = self.nginx
+        if nginx is None or (self._proxy_down_since is None and nginx.alive()):
+            return
+        now = time.monotonic()
+        if self._proxy_down_since is None:
+            self._proxy_down_since, self._proxy_attempt, self._proxy_next_start = now, 0, now
+            self.metrics.proxy_up.set(0)
+            group = nginx.group
+            code = group.poll() if group else None
+            report = nginx.stop()  # an outside kill of the master alone leaves workers holding the port
+            cause = _exit_cause(code)
+            self.metrics.proxy_restarts.labels(cause=cause).inc()
+            self.emit(
+                "nginx_died",
+                pid=group.pid if group else None,
+                cause=cause,
+                exit_code=code,
+                excerpt=_tail(nginx.prefix / "error.log"),
+                log=str(nginx.prefix / "error.log"),
+                leftovers_killed=bool(report and report.sent_sigterm),
+            )
+        if now < self._proxy_next_start:
+            return
+        self._resize_proxy()
+        try:
+            nginx.start(self._upstreams())
+        except ServetuneError as err:
+            self._proxy_attempt += 1
+            o = self.options
+            delay = min(o.backoff_max_s, o.backoff_base_s * 2 ** (self._proxy_attempt - 1))
+            self._proxy_next_start = time.monotonic() + delay
+            self.emit("nginx_restart_failed", attempt=self._proxy_attempt, reason=err.problem, delay_s=delay)
+            return
+        down_s = round(time.monotonic() - self._proxy_down_since, 3)
+        self._proxy_down_since = None
+        self.metrics.proxy_up.set(1)
+        self.emit(
+            "nginx_restarted",
+            nginx_pid=nginx.group.pid if nginx.group else None,
+            down_s=down_s,
+            attempts=self._proxy_attempt + 1,
+            proxy_url=nginx.url,
+        )
+
+    def _watch_control(self) -> None:
+        """A control server whose thread ended (an error inside it) is started again on the same port, so
+        serve.json's URL and the token stay true."""
+        control = self.control
+        if control is None or control.alive():
+            return
+        control.close()
+        port = int(control.url.rpartition(":")[2])
+        try:
+            self.control = ControlServer(self, port, control.token)
+        except OSError as err:
+            self.emit("control_restart_failed", url=control.url, reason=str(err))
+            return
+        self.control.start()
+        self.emit("control_restarted", url=self.control.url)
 
     def _resize_proxy(self) -> None:
         """Body size and long-prompt threshold from the running engines, unless the options fixed them."""
@@ -420,13 +503,7 @@ class Supervisor:
         excerpt = info.excerpt if info else ""
         specific = classify_log(excerpt, engine.adapter.failure_patterns()) if engine.adapter else None
         code = info.exit_code if info else None
-        cause: str
-        if specific is not None:
-            cause = specific.klass
-        elif code is not None and code < 0:
-            cause = f"killed_by_{signal.Signals(-code).name}"
-        else:
-            cause = f"exit_code_{code}"
+        cause = specific.klass if specific is not None else _exit_cause(code)
         self.emit(
             "died",
             role=role.name,
@@ -493,14 +570,15 @@ class Supervisor:
         return self.metrics.render()
 
     def ready(self) -> bool:
-        """The main role has a ready engine (what /readyz answers)."""
-        return self.roles["main"].state == "ready"
+        """The main role has a ready engine and nginx runs in front of it (what /readyz answers)."""
+        return self.roles["main"].state == "ready" and self._proxy_down_since is None
 
     def status(self) -> dict[str, Any]:
         """What `GET /status` answers (redacted)."""
         return self.redactor.data(
             {
                 "proxy_url": self.nginx.url if self.nginx else None,
+                "proxy_up": self._proxy_down_since is None,
                 "roles": {
                     name: {
                         "state": r.state,
@@ -514,6 +592,24 @@ class Supervisor:
                 },
             }
         )
+
+
+def _exit_cause(code: int | None) -> str:
+    """`killed_by_SIGKILL` for a signal, else `exit_code_N`: the cause of a death the log does not explain."""
+    if code is not None and code < 0:
+        try:
+            return f"killed_by_{signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed_by_signal_{-code}"
+    return f"exit_code_{code}"
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    """The last lines of a log (nginx's error.log: why it stopped, when it said so)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").rstrip().splitlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def _facts_now(engine: RunningEngine) -> EngineFacts:
