@@ -1,6 +1,6 @@
 """Files servetune writes: atomically (a full disk or a crash leaves the old file or none, never half of one), and
 into places checked before any work starts (a bad `--json /missing/dir/x.json` fails in the first second, not after
-a half-hour run).
+a half-hour run); a folder one process writes at a time is locked by it (`lock_folder`).
 
 A target that exists and is not a regular file (`/dev/stdout`, a FIFO, `/dev/full`) is written in place: a rename
 over it would replace the device itself. New files get the usual mode (0666 less the umask), a replaced file
@@ -9,10 +9,15 @@ keeps its own."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
+import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from servetune.errors import ServetuneError
 
@@ -76,3 +81,29 @@ def _writable(path: Path, what: str) -> Path:
     os.close(fd)
     os.unlink(tmp)
     return path
+
+
+def lock_folder(folder: Path, name: str, refuse: Callable[[str], ServetuneError]) -> IO[str]:
+    """Takes the exclusive lock of `folder` (an advisory `flock` on its file `name`, which the kernel drops when the
+    process dies, even by SIGKILL) and returns the open lock file: closing it releases the lock. The file says who
+    holds it (`servetune pid N since TIME: COMMAND`); while another process holds it, `refuse(that line)` is raised.
+    Processes servetune starts do not inherit the lock (Popen closes the file in the child)."""
+    lock_path = Path(folder) / name
+    try:
+        handle = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+    except OSError as err:
+        raise ServetuneError(
+            f"cannot write the lock file {lock_path}: {err.strerror}", "give a writable folder"
+        ) from err
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another servetune process"
+        handle.close()
+        raise refuse(holder) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"servetune pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
+    handle.flush()
+    return handle

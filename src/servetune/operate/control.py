@@ -28,6 +28,8 @@ from servetune.process.interrupts import run_coroutine
 MAX_BODY_BYTES = 1 << 20
 STATE_FILE = "serve.json"
 """In the run folder while `servetune serve` runs: its pid, proxy and control URLs."""
+LOCK_FILE = "serve.lock"
+"""In the run folder: the lock the running serve holds (flock), and who it is; one serve per run folder."""
 TOKEN_FILE = "control.token"
 """In the run folder (mode 0600) while `servetune serve` runs: the bearer token of POST /switch."""
 

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 from servetune.control.liveness import ProbeOutcome
 from servetune.engines.config import EngineConfig
@@ -37,8 +37,9 @@ from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import EngineLaunchError, classify_log
 from servetune.engines.launch import RunningEngine, launch
 from servetune.errors import ServetuneError
+from servetune.fileio import lock_folder
 from servetune.operate.acceptance import accept, bytes_per_token
-from servetune.operate.control import STATE_FILE, TOKEN_FILE, ControlServer, SwitchRequest
+from servetune.operate.control import LOCK_FILE, STATE_FILE, TOKEN_FILE, ControlServer, SwitchRequest
 from servetune.operate.events import EventLog
 from servetune.operate.evidence import Sized
 from servetune.operate.fallback import Fallback, capacity_of_facts, gives_up
@@ -100,6 +101,8 @@ class Supervisor:
         self._pending: RunningEngine | None = None
         self._bytes_per_token: Sized | None = None
         self.teardown: dict[str, Any] = {}
+        self._lock: IO[str] | None = None
+        """The run folder's lock file, held open while this serve runs."""
         self._proxy_down_since: float | None = None
         """When nginx was found dead (None while it runs)."""
         self._proxy_attempt = 0
@@ -138,6 +141,7 @@ class Supervisor:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ServetuneError(f"cannot create the run folder {self.run_dir}: {err.strerror}") from err
+        self._lock = lock_folder(self.run_dir, LOCK_FILE, self._refuse_run_dir)
         self.events = EventLog(self.run_dir / "events.jsonl", self.redactor, echo=self.say)
         port = self.options.listen_port or free_port()
         settings = ProxySettings(
@@ -183,6 +187,22 @@ class Supervisor:
             self.metrics.set_state(role.name, "starting")
             self.metrics.fallback.labels(role=role.name).set(0)
 
+    def _refuse_run_dir(self, holder: str) -> ServetuneError:
+        """The refusal of a run folder another serve holds: its pid and proxy URL (from its serve.json), and how
+        to stop it, switch it or serve elsewhere."""
+        pid = holder.removeprefix("servetune pid ").partition(" ")[0]
+        try:
+            state = json.loads((self.run_dir / STATE_FILE).read_text())
+            url = f" with its proxy at {state['proxy_url']}" if str(state.get("pid")) == pid else ""
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            url = ""
+        who = f"servetune serve pid {pid}{url}" if pid.isdigit() else holder
+        return ServetuneError(
+            f"the run folder {self.run_dir} is in use by {who} ({LOCK_FILE}: {holder})",
+            f"stop that serve (kill -TERM {pid if pid.isdigit() else 'PID'}), switch it to a new config with "
+            f"`servetune serve --run-dir {self.run_dir} --switch NEW`, or give this one another --run-dir",
+        )
+
     def _shutdown(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the drain
         self.emit("stopping", signal=self._stop_signal, drain_s=self.options.drain_s)
@@ -215,6 +235,9 @@ class Supervisor:
             self.events.close()
         (self.run_dir / TOKEN_FILE).unlink(missing_ok=True)
         (self.run_dir / STATE_FILE).unlink(missing_ok=True)
+        if self._lock is not None:  # last: another serve may take the folder now
+            self._lock.close()
+            self._lock = None
 
     # ---- the loop --------------------------------------------------------------------------------------------
     def _tick(self) -> None:
