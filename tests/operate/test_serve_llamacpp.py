@@ -336,3 +336,59 @@ def test_readyz_says_not_ready_while_nginx_cannot_start_again(serve) -> None:
     req = urllib.request.Request(s.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
     assert json.load(urllib.request.urlopen(req, timeout=10))["choices"]
     assert "nginx did not start again (attempt 1)" in s.output()
+
+
+def _stopped_on_its_own(s, timeout_s: float = 90) -> tuple[dict, str]:
+    """serve's exit code 1, its gave_up event and what the terminal was told; no process left."""
+    assert s.proc.wait(timeout=timeout_s) == 1, s.output()
+    gave_up = [e for e in s.events if e["event"] == "gave_up"]
+    assert len(gave_up) == 1, s.events
+    assert s.events[-1]["event"] == "stopped" and s.events[-1]["clean"] is True
+    assert not s.leftovers()
+    return gave_up[0], s.output()
+
+
+def test_a_model_no_restart_can_cure_stops_serve_with_the_reason(serve, tmp_path: Path) -> None:
+    """A missing model was retried forever, told as `(log None)`: now one start, then serve stops (exit 1)."""
+    missing = tmp_path / "missing.gguf"
+    s = serve("--engine", "llamacpp", "--model", str(missing), *FAST, "--", *FLAGS)
+    gave_up, told = _stopped_on_its_own(s)
+    assert gave_up["part"] == "main" and gave_up["cause"] == "model_missing" and gave_up["exit_code"] == 1
+    assert [e["event"] for e in s.events].count("start_failed") == 1
+    assert "main gave up: its config failed to start with model_missing, which a restart cannot cure" in told
+    assert f"the GGUF file {missing} does not exist" in told and "servetune serve stops (exit 1)" in told
+    assert "log None" not in told and "no log: no engine process was started" in told
+    assert "no process left" in told
+
+
+def test_failed_starts_in_a_row_give_up_after_the_bound(serve) -> None:
+    """An engine that never becomes ready (here: a startup timeout no start can meet) is started --give-up times,
+    with the backoff between, and serve then stops with the reason and the engine's log."""
+    s = serve(
+        "--engine", "llamacpp", "--model", "tiny", "--startup-timeout", "0.05", "--give-up", "3",
+        "--backoff-base", "0.1", "--", *FLAGS,
+    )  # fmt: skip
+    gave_up, told = _stopped_on_its_own(s)
+    failed = [e for e in s.events if e["event"] == "start_failed"]
+    assert [e["failed_starts"] for e in failed] == [1, 2, 3] and {e["cause"] for e in failed} == {"startup_timeout"}
+    assert [e["delay_s"] for e in s.events if e["event"] == "state" and e["state"] == "backoff"] == [0.1, 0.2]
+    assert gave_up["cause"] == "startup_timeout" and gave_up["log"] == failed[-1]["log"]
+    assert Path(gave_up["log"]).is_file()
+    assert "main gave up after 3 failed starts in a row of its config (the last: startup_timeout)" in told
+    assert f"log {gave_up['log']}" in told
+
+
+def test_a_fallback_that_fails_too_stops_serve(serve, tmp_path: Path) -> None:
+    """The main config cannot start (its model is missing): the fallback is tried at once; when it cannot start
+    either, serve stops instead of looping over it."""
+    fallback = tmp_path / "fallback.yaml"
+    fallback.write_text(yaml.safe_dump({"engine": "llamacpp", "model": str(tmp_path / "also-missing.gguf")}))
+    s = serve(
+        "--engine", "llamacpp", "--model", str(tmp_path / "missing.gguf"), "--fallback", str(fallback), *FAST,
+        "--", *FLAGS,
+    )  # fmt: skip
+    gave_up, told = _stopped_on_its_own(s)
+    fb = next(e for e in s.events if e["event"] == "fallback")
+    assert fb["why"] == "model_missing: a restart of the same config cannot cure it"
+    assert "also-missing.gguf" in gave_up["excerpt"]
+    assert "main gave up: its fallback config failed to start with model_missing" in told

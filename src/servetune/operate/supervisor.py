@@ -10,6 +10,9 @@ liveness probes, the control server — and hand their findings to the main loop
   switched to the fast 503, and it is restarted after an exponential backoff; K deaths within T seconds switch
   the role to its fallback profile, and the event log says what capacity that gives up;
 - an engine whose liveness probe misses its deadline is hung: killed and restarted the same way;
+- a role whose starts keep failing gives up: after `give_up_starts` failed starts in a row, or at once for a
+  failure no restart cures (a missing model, a refused flag), it switches to its fallback, and once there is
+  none left serve stops with exit 1 and the reason (`gave_up`): retrying forever would hide the fault;
 - nginx and the control server are parts too: a dead nginx (killed, or died on its own) is restarted with the
   current config after the same backoff, and `/readyz` says not ready until it listens again; a control
   server whose thread ended is started again on its port;
@@ -34,7 +37,7 @@ from typing import IO, Any
 from servetune.control.liveness import ProbeOutcome
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
-from servetune.engines.failures import EngineLaunchError, classify_log
+from servetune.engines.failures import RESTART_CANNOT_CURE, EngineLaunchError, classify_log
 from servetune.engines.launch import RunningEngine, launch
 from servetune.errors import ServetuneError
 from servetune.fileio import lock_folder
@@ -97,6 +100,8 @@ class Supervisor:
         self.nginx: Nginx | None = None
         self.control: ControlServer | None = None
         self._stop_signal: int | None = None
+        self.gave_up: str | None = None
+        """Why serve stopped on its own (a role or nginx that cannot start); None while it runs."""
         self._in_launch = False
         self._pending: RunningEngine | None = None
         self._bytes_per_token: Sized | None = None
@@ -117,14 +122,14 @@ class Supervisor:
     def run(self) -> int:
         self._setup()
         try:
-            while self._stop_signal is None:
+            while self._stop_signal is None and self.gave_up is None:
                 self._tick()
                 self._drain_queue(TICK_S)
         except _StopNow:
             pass
         finally:
             self._shutdown()
-        return 0
+        return 1 if self.gave_up else 0
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
         """Asks the main loop to drain and stop (what SIGTERM does)."""
@@ -205,7 +210,7 @@ class Supervisor:
 
     def _shutdown(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the drain
-        self.emit("stopping", signal=self._stop_signal, drain_s=self.options.drain_s)
+        self.emit("stopping", signal=self._stop_signal, gave_up=self.gave_up, drain_s=self.options.drain_s)
         for role in self.roles.values():
             self._set_state(role, "draining")
         t0 = time.monotonic()
@@ -245,6 +250,8 @@ class Supervisor:
         self._watch_nginx()
         now = time.monotonic()
         for role in self.roles.values():
+            if self.gave_up is not None:
+                return
             if role.engine is None:
                 if now >= role.next_start:
                     self._start(role)
@@ -331,10 +338,16 @@ class Supervisor:
             nginx.start(self._upstreams())
         except ServetuneError as err:
             self._proxy_attempt += 1
-            o = self.options
-            delay = min(o.backoff_max_s, o.backoff_base_s * 2 ** (self._proxy_attempt - 1))
+            delay = self._backoff(self._proxy_attempt)
             self._proxy_next_start = time.monotonic() + delay
             self.emit("nginx_restart_failed", attempt=self._proxy_attempt, reason=err.problem, delay_s=delay)
+            if self._proxy_attempt >= self.options.give_up_starts:
+                self._give_up(
+                    "nginx",
+                    f"nginx did not start again {self._proxy_attempt} times in a row: {err.problem}",
+                    cause="nginx_restart_failed",
+                    log=str(nginx.prefix / "error.log"),
+                )
             return
         down_s = round(time.monotonic() - self._proxy_down_since, 3)
         self._proxy_down_since = None
@@ -424,8 +437,9 @@ class Supervisor:
         self._set_state(role, "starting")
         engine, info = self.start_engine(role, role.cfg)
         if engine is None:
-            self.emit("start_failed", role=role.name, **info)
-            self._after_failure(role, str(info["cause"]))
+            role.failed_starts += 1
+            self.emit("start_failed", role=role.name, failed_starts=role.failed_starts, **info)
+            self._after_failure(role, str(info["cause"]), info)
             return
         self.put_behind_proxy(role, engine, info)
 
@@ -434,6 +448,7 @@ class Supervisor:
         role.engine = engine
         role.ready_at = time.monotonic()
         role.state = "ready"
+        role.failed_starts = 0
         if role.name == "long" or (self.options.long_prompt_tokens and self._bytes_per_token is None):
             measured = bytes_per_token(engine, role.cfg.api_key)
             if measured:
@@ -558,36 +573,77 @@ class Supervisor:
         role.engine = None
         self._after_failure(role, "hung")
 
-    def _after_failure(self, role: Role, cause: str) -> None:
+    def _after_failure(self, role: Role, cause: str, start: dict[str, Any] | None = None) -> None:
+        """After a failed start (`start`: what start_failed said), a death or a hang: the fallback, a restart
+        after the backoff, or giving up."""
         now = time.monotonic()
         self.metrics.restarted(role.name, cause)
         role.deaths.append(now)
         while role.deaths and now - role.deaths[0] > self.options.crash_loop_window_s:
             role.deaths.popleft()
         o = self.options
-        if len(role.deaths) >= o.crash_loop_failures and role.fallback is not None and not role.on_fallback:
-            self.emit(
-                "fallback",
-                role=role.name,
-                failures=len(role.deaths),
-                window_s=o.crash_loop_window_s,
-                how=role.fallback.how,
-                gives_up=role.fallback.gives_up() if role.fallback.before else "measured once the fallback runs",
-                planned_before=role.fallback.before.model_dump(exclude_none=True) if role.fallback.before else None,
-                planned_after=role.fallback.after.model_dump(exclude_none=True) if role.fallback.after else None,
-                config=role.fallback.cfg.public(),
+        incurable = start is not None and cause in RESTART_CANNOT_CURE
+        starts_fail = role.failed_starts >= o.give_up_starts
+        if starts_fail:
+            why = f"{role.failed_starts} failed starts in a row"
+        elif incurable:
+            why = f"{cause}: a restart of the same config cannot cure it"
+        else:
+            why = f"{len(role.deaths)} failures within {o.crash_loop_window_s:g} s"
+        if role.fallback is not None and not role.on_fallback:
+            if len(role.deaths) >= o.crash_loop_failures or starts_fail or incurable:
+                self._to_fallback(role, role.fallback, why, now)
+                return
+        elif starts_fail or incurable:
+            config = "its fallback config" if role.on_fallback else "its config"
+            reason = (
+                f"{role.name} gave up after {role.failed_starts} failed starts in a row of {config} (the last: {cause})"
+                if starts_fail
+                else f"{role.name} gave up: {config} failed to start with {cause}, which a restart cannot cure"
             )
-            role.cfg, role.on_fallback = role.fallback.cfg, True
-            self.redactor.add(role.cfg)
-            self.metrics.fallback.labels(role=role.name).set(1)
-            role.deaths.clear()
-            role.attempt, role.next_start = 0, now
-            self._set_state(role, "backoff", delay_s=0.0, attempt=0)
+            self._give_up(
+                role.name,
+                reason,
+                cause=cause,
+                excerpt=(start or {}).get("excerpt"),
+                hint=(start or {}).get("hint"),
+                log=(start or {}).get("log"),
+            )
             return
         role.attempt += 1
-        delay = min(o.backoff_max_s, o.backoff_base_s * 2 ** (role.attempt - 1))
+        delay = self._backoff(role.attempt)
         role.next_start = now + delay
         self._set_state(role, "backoff", delay_s=delay, attempt=role.attempt, cause=cause)
+
+    def _to_fallback(self, role: Role, fallback: Fallback, why: str, now: float) -> None:
+        self.emit(
+            "fallback",
+            role=role.name,
+            why=why,
+            failures=len(role.deaths),
+            window_s=self.options.crash_loop_window_s,
+            how=fallback.how,
+            gives_up=fallback.gives_up() if fallback.before else "measured once the fallback runs",
+            planned_before=fallback.before.model_dump(exclude_none=True) if fallback.before else None,
+            planned_after=fallback.after.model_dump(exclude_none=True) if fallback.after else None,
+            config=fallback.cfg.public(),
+        )
+        role.cfg, role.on_fallback = fallback.cfg, True
+        self.redactor.add(role.cfg)
+        self.metrics.fallback.labels(role=role.name).set(1)
+        role.deaths.clear()
+        role.attempt, role.failed_starts, role.next_start = 0, 0, now
+        self._set_state(role, "backoff", delay_s=0.0, attempt=0)
+
+    def _give_up(self, part: str, reason: str, **fields: Any) -> None:
+        """Stops serve on its own (exit 1): a part that cannot start is told, not retried forever."""
+        self.gave_up = reason
+        self.emit("gave_up", part=part, reason=reason, exit_code=1, **fields)
+
+    def _backoff(self, attempt: int) -> float:
+        """The delay before the `attempt`-th restart in a row: doubling from the base, at most the maximum."""
+        o = self.options
+        return min(o.backoff_max_s, o.backoff_base_s * 2.0 ** min(attempt - 1, 64))
 
     def metrics_text(self) -> bytes:
         return self.metrics.render()
