@@ -141,6 +141,51 @@ def test_a_full_disk_loses_no_finished_record(mock_url: tuple[str, subprocess.Po
     assert "Traceback" not in err and ("No space left" in err or "/dev/full" in err), err
 
 
+def test_a_bench_killed_by_sigkill_leaves_its_records_where_the_next_bench_names_them(
+    mock_url: tuple[str, subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """SIGKILL runs no code: the temporary journal of a bench killed so stayed in /tmp unnamed (mkstemp). Now it
+    is in bench's journal folder, locked by its run; the next bench finds it unlocked, keeps it as `killed-…`
+    and says where its records are."""
+    url, _ = mock_url
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**ENV, "TMPDIR": str(tmp)}
+    args = [sys.executable, "-m", "servetune", "bench", "--no-progress", "--url", url, "--model", "mock"]
+    args += ["--tokenizer", "words", "--output-tokens", "4", "--accept-warnings"]
+    killed = subprocess.Popen(
+        [*args, "--concurrency", "4", "--requests", "100000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, env=env,
+    )  # fmt: skip
+    folder = tmp / f"servetune-bench-{os.getuid()}"
+    deadline = time.monotonic() + 60
+    journals: list[Path] = []
+    while time.monotonic() < deadline:
+        journals = sorted(folder.glob("bench-*.jsonl")) if folder.is_dir() else []
+        if journals and len(journals[0].read_text().splitlines()) >= 20:
+            break
+        time.sleep(0.2)
+    killed.kill()
+    killed.wait(timeout=30)
+    assert len(journals) == 1, (journals, killed.stderr.read() if killed.stderr else "")
+    journal = journals[0]
+    assert f"pid{killed.pid}-" in journal.name
+    left = len(journal.read_text().splitlines())
+    assert left >= 20 and [p.name for p in tmp.iterdir()] == [folder.name]  # nothing loose in the temp folder
+    second = subprocess.run(
+        [*args, "--concurrency", "1", "--requests", "3"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert second.returncode == 0, second.stderr
+    kept = folder / f"killed-{journal.name}"
+    assert f"note: a bench that was killed left {left} finished records in {kept}" in second.stderr, second.stderr
+    assert [json.loads(line)["index"] >= 0 for line in kept.read_text().splitlines()] == [True] * left
+    assert [p.name for p in folder.iterdir()] == [kept.name]  # the second's own journal went with its finish
+    third = subprocess.run(
+        [*args, "--concurrency", "1", "--requests", "2"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert third.returncode == 0 and "killed" not in third.stderr, third.stderr  # told once
+
+
 CANARY = "sk-canary-0f9e8d7c"
 
 

@@ -51,6 +51,8 @@ def bench(ctx: typer.Context) -> None:
         _run(_wait_ready(args.url, args.api_key, args.ready_check_timeout_s))
     model = args.model or _run(_first_model(args.url, args.api_key, control))
     journal = RecordJournal(args.jsonl_out)
+    for stale in journal.stale:
+        typer.secho(f"note: {stale.note()}", err=True)
     kwargs: dict[str, Any] = dict(
         endpoint=args.endpoint,
         stream=args.stream,
