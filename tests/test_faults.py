@@ -7,6 +7,7 @@ engine is a stopped process either way) and, for the tuning faults, the real lla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -184,6 +185,50 @@ def test_a_bench_killed_by_sigkill_leaves_its_records_where_the_next_bench_names
         [*args, "--concurrency", "1", "--requests", "2"], capture_output=True, text=True, env=env, timeout=120
     )
     assert third.returncode == 0 and "killed" not in third.stderr, third.stderr  # told once
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real filesystem that is full: a 64 KiB tmpfs (mounting needs root; skipped where it is not permitted)
+    holding an earlier `run.json` and filled to the last block."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        (folder / "run.json").write_text('{"earlier": true}')
+        with open(folder / "filler", "wb", buffering=0) as filler, contextlib.suppress(OSError):
+            while True:
+                filler.write(b"x" * 4096)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_full_disk_names_the_file_and_where_the_records_are(
+    mock_url: tuple[str, subprocess.Popen[str]], full_disk: Path, tmp_path: Path
+) -> None:
+    """On a real full filesystem the error said only "No space left on device". It names the --json file and the
+    journal that holds the run's records; the earlier file there is left whole."""
+    url, _ = mock_url
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    argv = [
+        sys.executable, "-m", "servetune", "bench", "--no-progress", "--url", url, "--model", "mock", "--tokenizer",
+        "words", "--concurrency", "2", "--requests", "10", "--output-tokens", "4", "--accept-warnings",
+        "--json", str(full_disk / "run.json"),
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, env={**ENV, "TMPDIR": str(tmp)}, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    err = done.stderr
+    assert f"error: cannot write {full_disk / 'run.json'}: No space left on device" in err, err
+    journals = list((tmp / f"servetune-bench-{os.getuid()}").glob("interrupted-bench-*.jsonl"))
+    assert len(journals) == 1 and f"the run's records are in {journals[0]}" in err, (journals, err)
+    assert len(journals[0].read_text().splitlines()) == 10
+    assert "completed 10" in done.stdout and "Traceback" not in err
+    assert (full_disk / "run.json").read_text() == '{"earlier": true}'
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler", "run.json"]  # no temporary file left
 
 
 CANARY = "sk-canary-0f9e8d7c"

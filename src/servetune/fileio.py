@@ -27,8 +27,26 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+class WriteFailed(ServetuneError):
+    """A file could not be written although its path was checked (the disk filled up meanwhile): the environment
+    failed, not the input (exit 1)."""
+
+    exit_code = 1
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Writes `data` to `path` through a temporary file in the same folder and a rename. An OSError names `path`
+    (`err.filename`): a write's own error names no file, and "No space left on device" alone does not say which."""
     path = Path(path)
+    try:
+        _atomic_write_bytes(path, data)
+    except OSError as err:
+        if err.filename is None or str(err.filename).startswith(str(path.parent / f".{path.name}.")):
+            err.filename = str(path)
+        raise
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
     if path.exists() and not path.is_file():
         with path.open("wb") as out:
             out.write(data)
