@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from servetune.errors import ServetuneError
+from servetune.secrets import redact_argv
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -122,6 +123,7 @@ def lock_folder(folder: Path, name: str, refuse: Callable[[str], ServetuneError]
         raise refuse(holder) from None
     handle.seek(0)
     handle.truncate()
-    handle.write(f"servetune pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
+    command = " ".join(redact_argv(sys.argv))  # `serve -- --api-key K`: the file is readable by others
+    handle.write(f"servetune pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}\n")
     handle.flush()
     return handle
