@@ -48,13 +48,16 @@ def mock_url() -> Iterator[tuple[str, subprocess.Popen[str]]]:
         proc.wait(timeout=10)
 
 
-def bench(*args: str, as_nobody: bool = False, **kw: object) -> subprocess.Popen[str]:
+def bench(
+    *args: str, as_nobody: bool = False, env: dict[str, str] | None = None, **kw: object
+) -> subprocess.Popen[str]:
     """`servetune bench` in its own process; `as_nobody`: as an unprivileged user (root writes anywhere, so a
-    read-only folder only refuses someone else)."""
+    read-only folder only refuses someone else); `env`: its environment (a TMPDIR of the test's own keeps the
+    journal a failed run leaves out of the machine's /tmp)."""
     cmd = [sys.executable, "-m", "servetune", "bench", "--no-progress", *args]
     if as_nobody and os.geteuid() == 0:
         cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, **kw)  # type: ignore[call-overload]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or ENV, **kw)  # type: ignore[call-overload]
 
 
 def test_a_frozen_server_fails_a_bench_within_its_first_token_timeout(
@@ -135,7 +138,7 @@ def test_a_full_disk_loses_no_finished_record(mock_url: tuple[str, subprocess.Po
     url, _ = mock_url
     proc = bench(
         "--url", url, "--model", "mock", "--concurrency", "2", "--requests", "10", "--tokenizer", "words",
-        "--json", "/dev/full",
+        "--json", "/dev/full", env={**ENV, "TMPDIR": str(tmp_path)},
     )  # fmt: skip
     out, err = proc.communicate(timeout=60)
     assert proc.returncode in (1, 2), out + err
