@@ -22,7 +22,7 @@ from servetune.engines.config import EngineConfig
 from servetune.engines.flagtable import ENGINES, table_for, versions
 from servetune.errors import ServetuneError
 from servetune.operate.deploy import TARGETS, DeployInputs, parse_targets, write_deployment
-from servetune.secrets import Redactor, is_secret_flag, secret_texts
+from servetune.secrets import Redactor, is_secret_flag, redact_argv, secret_texts
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"
@@ -265,6 +265,17 @@ def test_list_valued_and_dash_led_secrets_are_redacted_and_referenced(tmp_path: 
     assert first == "${VLLM_API_KEY:?set VLLM_API_KEY in the environment or .env}" and "VLLM_API_KEY_2" in second
     assert "VLLM_API_KEY=" in (out / "systemd" / "keys.env.example").read_text()
     assert "HF_TOKEN=" in (out / "systemd" / "keys.env.example").read_text()
+
+
+def test_a_command_line_is_redacted_by_the_same_rule() -> None:
+    """A serve's lock file says its command line: `-- --api-key K1 K2` (vLLM's list) and `--hf-token=T` are not
+    written in clear; numbers after `--max-num-batched-tokens` stay."""
+    argv = ["servetune", "serve", "--", "--api-key", "sk-a1b2", "sk-c3d4", "--enforce-eager", "--hf-token=hf_x1"]
+    argv += ["--max-num-batched-tokens", "8192"]
+    assert redact_argv(argv) == [
+        "servetune", "serve", "--", "--api-key", "<redacted>", "<redacted>", "--enforce-eager", "--hf-token=<redacted>",
+        "--max-num-batched-tokens", "8192",
+    ]  # fmt: skip
 
 
 def test_an_alias_of_a_secret_flag_is_a_secret_too(tmp_path: Path) -> None:

@@ -51,6 +51,8 @@ def bench(ctx: typer.Context) -> None:
         _run(_wait_ready(args.url, args.api_key, args.ready_check_timeout_s))
     model = args.model or _run(_first_model(args.url, args.api_key, control))
     journal = RecordJournal(args.jsonl_out)
+    for stale in journal.stale:
+        typer.secho(f"note: {stale.note()}", err=True)
     kwargs: dict[str, Any] = dict(
         endpoint=args.endpoint,
         stream=args.stream,
@@ -77,20 +79,36 @@ def bench(ctx: typer.Context) -> None:
         else:
             result = _single(args, model, workload, shape, kwargs)
             results, summaries = [result], [result.summary]
+        _files(args, options, model, results)  # the journal stays until every output is written
     except KeyboardInterrupt:
         _partial(args, options, journal, "interrupted")
         raise
     except Exception as err:
-        _partial(args, options, journal, f"stopped by an error ({err})")
+        kept = _partial(args, options, journal, f"stopped by an error ({_first_line(err)})")
+        if isinstance(err, OSError) and err.filename:  # an output that could not be written (a full disk)
+            from servetune.fileio import WriteFailed
+
+            where = f"the run's records are in {kept}" if kept else "no request had finished"
+            raise WriteFailed(
+                f"cannot write {err.filename}: {err.strerror or err}",
+                f"{where}; free space there (or give a path on another disk) and run again",
+            ) from None
         raise
     journal.close(finished=True)
-    _files(args, options, model, results)
     _verdict(summaries, args.max_error_rate, args.accept_warnings)
 
 
-def _partial(args: BenchArgs, options: LoadOptions, journal: RecordJournal, why: str) -> None:
+def _first_line(err: BaseException) -> str:
+    text = err.problem if isinstance(err, ServetuneError) else str(err)
+    if isinstance(err, OSError) and err.filename:
+        text = f"{err.strerror or err}: {err.filename}"
+    return text.partition("\n")[0]
+
+
+def _partial(args: BenchArgs, options: LoadOptions, journal: RecordJournal, why: str) -> Path | None:
     """An unfinished run keeps what it measured: the summary of the finished requests is printed (and written
-    to --json), and the records journal stays, named."""
+    to --json, when it can be), and the records journal stays, named; its path is returned (None: nothing
+    finished, nothing kept)."""
     import json
     import time
 
@@ -98,7 +116,7 @@ def _partial(args: BenchArgs, options: LoadOptions, journal: RecordJournal, why:
 
     if journal.count == 0:  # nothing was measured: nothing to keep
         journal.close(finished=True)
-        return
+        return None
     journal.close(finished=False)
     elapsed = time.monotonic() - journal.started
     summaries = journal.partial_summaries(slos=options.slos(), percentiles=options.percentile_values())
@@ -118,8 +136,12 @@ def _partial(args: BenchArgs, options: LoadOptions, journal: RecordJournal, why:
             "records": str(journal.path),
             "levels": [{"level": level, "summary": s.model_dump(mode="json")} for level, s in summaries],
         }
-        atomic_write_text(args.json_out, json.dumps(data, indent=2))
-        typer.secho(f"partial summary: {args.json_out}", err=True)
+        try:
+            atomic_write_text(args.json_out, json.dumps(data, indent=2))
+            typer.secho(f"partial summary: {args.json_out}", err=True)
+        except OSError as err:  # the disk that failed the run's own write: the records are named above
+            typer.secho(f"partial summary not written: {err.strerror or err}: {args.json_out}", err=True)
+    return journal.path
 
 
 def _check_outputs(args: BenchArgs) -> None:

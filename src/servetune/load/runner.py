@@ -202,7 +202,7 @@ async def run_load(
     n_workers = workers or (pool.default_count() if pool else None) or default_workers(shape)
     in_process = n_workers == 1 and pool is None
     base_url = normalize_base_url(base_url)  # what `launch` prints ends in /v1; the paths below add their own
-    counter = await make_counter(tokenizer, base_url, model, control or shape.timeouts.control())
+    counter = await make_counter(tokenizer, base_url, model, control or shape.timeouts.control(), api_key)
     supply = Supply(RequestFactory(workload, counter, endpoint))
     local = counter if isinstance(counter, LocalTokenizer) else None
     connections = min(shape.concurrency or shape.max_concurrency or 64, 1024)

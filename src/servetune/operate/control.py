@@ -29,6 +29,8 @@ from servetune.process.interrupts import run_coroutine
 MAX_BODY_BYTES = 1 << 20
 STATE_FILE = "serve.json"
 """In the run folder while `servetune serve` runs: its pid, proxy and control URLs."""
+LOCK_FILE = "serve.lock"
+"""In the run folder: the lock the running serve holds (flock), and who it is; one serve per run folder."""
 TOKEN_FILE = "control.token"
 """In the run folder (mode 0600) while `servetune serve` runs: the bearer token of POST /switch."""
 
@@ -71,6 +73,14 @@ class ControlServer:
 
     def stop(self) -> None:
         self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def alive(self) -> bool:
+        """True while the server's thread serves (an error inside `serve_forever` ends it)."""
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        """Releases the port of a server whose thread has ended (`stop` would wait for that thread)."""
         self.httpd.server_close()
 
     def switch(self, body: bytes) -> tuple[int, dict[str, Any]]:
