@@ -17,8 +17,9 @@ measured requests in send order, TTFT and each request's mean ITL taken as two s
   their order; |rho| > 0.65 (p < 0.05 at 10 batches) is a trend, the window never became steady.
 
 servetune adds a materiality test to both, because a statistic alone flags a 1 % drift on a server as steady as the
-mock: a transient counts when its mean differs from the rest's by `MATERIAL` (20 %) and by 3 standard errors of
-the rest's batch means; a trend when the last third of the window differs from the first by `MATERIAL` too. Requests
+mock: a transient counts when its mean differs from the rest's by `MATERIAL` (20 %, and at least `MATERIAL_MS`) and
+by 3 standard errors of the rest's batch means; a trend when the last third of the window differs from the first by
+`MATERIAL` (and `MATERIAL_MS`) too. Requests
 a server stall touched (`stalls.py`) are left out of both series and a transient never reaches past the first of
 them: a stall is reported as one, never hidden in a longer warm-up.
 
@@ -49,6 +50,10 @@ MIN_VALUES = 20  # fewer values in a series than this: not judged (AIPerf's floo
 TREND_BATCHES = 10  # the trend test's batch means
 TREND_RHO = 0.65  # |Spearman rho| of the batch means with their order above this: a trend (p < 0.05 at 10)
 MATERIAL = 0.20  # a transient or trend must move the metric's mean by this share of it ...
+MATERIAL_MS = 2.0
+"""... and by this many ms: below it a change is the client's own timing (its event loop runs a few ms late on a
+loaded machine, a new connection costs about a ms), not the server's: a mock at 2 ms TTFT whose first requests took
+3.1 ms had 65 of 450 requests moved to warm-up. On a GPU engine 20% of a TTFT or an ITL is above it anyway."""
 SIGNIFICANCE = 3.0  # ... and a transient by this many standard errors of the steady batch means
 
 Metric = Literal["ttft", "itl"]
@@ -133,7 +138,7 @@ def trend(values: np.ndarray) -> float | None:
     third = len(values) // 3
     first, last = float(np.mean(values[:third])), float(np.mean(values[-third:]))
     change = (last - first) / first if first > 0 else 0.0
-    return change if abs(change) >= MATERIAL else None
+    return change if abs(change) >= MATERIAL and abs(last - first) >= MATERIAL_MS else None
 
 
 def _spearman(means: np.ndarray) -> float:
@@ -159,7 +164,7 @@ def _material(values: np.ndarray, cut: int) -> bool:
     diff = abs(float(head.mean()) - after)
     means = rest[: len(rest) // BATCH * BATCH].reshape(-1, BATCH).mean(axis=1)
     error = float(means.std(ddof=1)) * np.sqrt(BATCH / cut + 1 / len(means))
-    return diff >= MATERIAL * after and diff >= SIGNIFICANCE * error
+    return diff >= max(MATERIAL * after, MATERIAL_MS) and diff >= SIGNIFICANCE * error
 
 
 def _trimmed(values: np.ndarray, cut: int) -> int:
@@ -174,7 +179,7 @@ def _trimmed(values: np.ndarray, cut: int) -> int:
     centre, spread = float(means.mean()), float(means.std(ddof=1))
     while cut:
         diff = abs(float(values[cut - BATCH : cut].mean()) - centre)
-        if diff >= MATERIAL * centre and diff >= SIGNIFICANCE * spread:
+        if diff >= max(MATERIAL * centre, MATERIAL_MS) and diff >= SIGNIFICANCE * spread:
             break
         cut -= BATCH
     return cut
