@@ -31,7 +31,6 @@ from servetune.engines.commands import CONTAINER_PORT, EnvRef, Launch, Word, con
 from servetune.engines.config import SECRET_ENV, EngineConfig, secret_env
 from servetune.engines.models import resolve_model
 from servetune.engines.registry import adapter_for
-from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.operate import alerts, proxy
 from servetune.operate.evidence import Evidence
@@ -193,9 +192,8 @@ class DeployInputs(BaseModel):
 
 
 def _deployable(cfg: EngineConfig, where: str) -> EngineConfig:
-    """The config with its flags under the engines' canonical names (so an alias such as llama.cpp's `-hft` is
-    known for the secret it is), refused when deploy cannot run its engine or its environment has a name no
-    file can carry."""
+    """The config, refused when deploy cannot run its engine or its environment has a name no file can carry (its
+    flags are canonical, as every config's: an alias such as llama.cpp's `-hft` is known for the secret it is)."""
     if cfg.engine not in ENGINES:
         raise ServetuneError(
             f"{where}: deploy writes files for {', '.join(ENGINES)}, not {cfg.engine}",
@@ -214,8 +212,7 @@ def _deployable(cfg: EngineConfig, where: str) -> EngineConfig:
             f"{where}: llama.cpp serves a GGUF file, and the model {cfg.model!r} is not one",
             "point model: at the .gguf file (or use `tiny`, servetune's tiny model)",
         )
-    flags = normalize_flags(cfg.engine, cfg.flags, version=cfg.version, allow_unknown=True)
-    return cfg.model_copy(update={"flags": flags})
+    return cfg
 
 
 def _cold_start(value: float) -> float:

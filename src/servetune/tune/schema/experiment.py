@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from servetune.engines.config import EngineName, FlagValue
+from servetune.engines.config import EngineName
+from servetune.engines.flagtable import FlagValue
 from servetune.errors import ServetuneError
 from servetune.hardware.gpus import GpuChoice, parse_gpu_arg
 from servetune.load.backend import ClientSpec

@@ -162,7 +162,7 @@ def parse_experiment(text: str, source: str = "<experiment>") -> Experiment:
         experiment = Experiment.model_validate(data)
     except ValidationError as err:
         raise format_issues(source, root, _pydantic_issues(err, data)) from None
-    issues = check_experiment(experiment)
+    experiment, issues = check_experiment(experiment)
     if issues:
         raise format_issues(source, root, issues)
     return experiment

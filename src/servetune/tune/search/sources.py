@@ -111,7 +111,7 @@ class SearchSource:
             stage=self.stage.name,
             config=config,
             client=client,
-            changes=describe_change(change, self.base.engine),
+            changes=describe_change(change),
         )
 
     def resume(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
