@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import typer
 from pydantic import BaseModel, ConfigDict, Field
 from typer.testing import CliRunner
 
-from servetune.cli.model_options import model_options
+from servetune.cli.model_options import PASSTHROUGH, ModelCommand, model_options
 from servetune.errors import ServetuneError
 
 
@@ -82,3 +83,56 @@ def test_a_field_with_no_command_line_form_must_be_excluded() -> None:
     with pytest.raises(TypeError, match="inner"):
         model_options(WithModel)(command)
     model_options(WithModel, exclude={"inner"})(command)
+
+
+class Lists(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target: tuple[str, ...] = Field(("all",), description="Targets")
+    levels: tuple[float, ...] | None = Field(None, description="Levels")
+    kind: Literal["a", "b"] = Field("a", description="Kind")
+    goodput: tuple[str, ...] = Field((), description="SLOs", json_schema_extra={"nargs": "+"})
+    note: tuple[str, ...] = Field((), description="Notes", json_schema_extra={"split": False})
+    json_out: str | None = Field(
+        None, description="JSON", json_schema_extra={"flags": ["--json"], "nargs": "?", "const": "-"}
+    )
+    progress: bool = Field(True, description="Progress", json_schema_extra={"off": ["--disable-tqdm"]})
+    key: str | None = Field(None, description="Key", json_schema_extra={"envvar": "MODEL_OPTIONS_TEST_KEY"})
+    rest: tuple[str, ...] = Field((), description="Engine flags", json_schema_extra={"rest": True})
+
+
+lists = typer.Typer()
+
+
+@lists.command(cls=ModelCommand, context_settings=PASSTHROUGH)
+@model_options(Lists)
+def many(args: Lists) -> None:
+    typer.echo(json.dumps(args.model_dump(mode="json")))
+
+
+def _many(*argv: str, env: dict[str, str] | None = None) -> dict:
+    result = CliRunner().invoke(lists, list(argv), catch_exceptions=False, env=env)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_a_list_takes_commas_and_the_flag_repeated_alike() -> None:
+    """`deploy --target compose,kubernetes,systemd` was 'unknown target'; a repeated --target kept the last."""
+    assert _many()["target"] == ["all"]
+    assert _many("--target", "a,b", "--target", "c")["target"] == ["a", "b", "c"]
+    assert _many("--levels", "1,2", "--levels", "4")["levels"] == [1.0, 2.0, 4.0]
+    assert _many("--note", "x=a,b", "--note", "y")["note"] == ["x=a,b", "y"]
+    with pytest.raises(ServetuneError, match="--levels"):
+        CliRunner().invoke(lists, ["--levels", "1,x"], catch_exceptions=False)
+
+
+def test_vllm_word_forms_choices_switch_spellings_and_the_rest() -> None:
+    got = _many("--goodput", "ttft:500", "tpot:50", "--json", "--disable-tqdm", "--max-model-len", "4k", "-tp", "2")
+    assert got["goodput"] == ["ttft:500", "tpot:50"] and got["json_out"] == "-" and got["progress"] is False
+    assert got["rest"] == ["--max-model-len", "4k", "-tp", "2"]
+    assert _many("--json", "out.json")["json_out"] == "out.json"
+    assert _many("--kind", "b", env={"MODEL_OPTIONS_TEST_KEY": "k"})["key"] == "k"
+    with pytest.raises(ServetuneError, match="--kind: input should be 'a' or 'b'"):
+        CliRunner().invoke(lists, ["--kind", "c"], catch_exceptions=False)
+    text = " ".join(CliRunner().invoke(lists, ["--help"], env={"COLUMNS": "200"}).output.split())
+    assert "Kind; one of a, b. [default: a]" in text and "a,b or the flag repeated" in text

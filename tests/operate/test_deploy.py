@@ -20,7 +20,8 @@ from servetune.engines.commands import EnvRef, container_launch
 from servetune.engines.config import EngineConfig
 from servetune.engines.flagtable import ENGINES, table_for, versions
 from servetune.errors import ServetuneError
-from servetune.operate.deploy import TARGETS, DeployInputs, parse_targets, write_deployment
+from servetune.operate.deploy import DeployInputs, write_deployment
+from servetune.operate.deploy_args import TARGETS, parse_targets
 from servetune.secrets import Redactor, is_secret_flag, secret_texts
 
 HERE = Path(__file__).parent
