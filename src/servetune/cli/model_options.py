@@ -48,6 +48,7 @@ CONTEXT = "_model_options_ctx"
 """The context parameter added to a command that declares none."""
 PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 """The context settings of a command whose args model has a `rest` field (see the module docstring)."""
+METAVARS = {int: "INTEGER", float: "NUMBER", str: "TEXT", Path: "PATH"}
 UNITS = {"_s": "seconds", "_ms": "milliseconds", "_bytes": "bytes"}
 """Field-name suffixes that carry a unit: dropped from `_s` flags (`drain_s` → `--drain`), said in the help."""
 
@@ -72,6 +73,9 @@ class CliField:
     off: tuple[str, ...] = ()
     rest: bool = False
     envvar: str | None = None
+    negatable: bool = True
+    metavar: str | None = None
+    """A switch has a `--no-` form (`{"negatable": False}`: only the flag, as vLLM's store_true switches)."""
 
 
 def model_options(
@@ -154,6 +158,8 @@ def cli_fields(model: type[BaseModel], exclude: Collection[str]) -> list[CliFiel
                 off=tuple(str(f) for f in extra.get("off", ()) or ()),  # type: ignore[union-attr]
                 rest=bool(extra.get("rest")),
                 envvar=str(extra["envvar"]) if "envvar" in extra else None,
+                negatable=extra.get("negatable", True) is not False,
+                metavar=str(extra["metavar"]) if "metavar" in extra else None,
             )
         )
     return out
@@ -185,6 +191,9 @@ def _help(name: str, info: FieldInfo, choices: tuple[str, ...] = (), many: bool 
     """The description, then the unit and the bounds, e.g. `Time between probes; seconds, > 0.`"""
     said = ["required"] if info.is_required() else []
     said += [unit for suffix, unit in UNITS.items() if name.endswith(suffix)]
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    if "unit" in extra:
+        said.append(str(extra["unit"]))
     if choices:
         said.append(("each " if many else "") + "one of " + ", ".join(choices))
     if many:
@@ -200,24 +209,41 @@ def _help(name: str, info: FieldInfo, choices: tuple[str, ...] = (), many: bool 
 
 
 def _parameter(field: CliField) -> inspect.Parameter:
-    kind: Any = field.kind | None if field.optional or field.default is None else field.kind
+    """The typer parameter of a field. Every value but a switch reaches the command as the words typed, and the
+    model converts them: a word that is not a number is the one translator's error naming the flag, like a bound."""
     shown = field.default is not None and field.default != []
-    metavar = "|".join(field.choices) if field.choices else None
+    metavar = field.metavar or ("|".join(field.choices) if field.choices else METAVARS.get(field.kind, "TEXT"))
+    kind: Any = str | None
     info: Any
-    if field.many:  # typer reads each word as text; the model converts, after the commas are split
-        kind = list[str] | None
-        default = None if not field.default else [",".join(str(v) for v in field.default)]
-        metavar = f"{metavar or ('TEXT' if field.kind is str else field.kind.__name__.upper())},..."
-        info = typer.Option(default, *field.flags, help=field.help, show_default=shown, metavar=metavar)
-    elif field.argument:
-        info = typer.Argument(field.default, help=field.help, show_default=shown, metavar=field.name.upper())
-    elif field.kind is bool:
+    if field.kind is bool and not field.many and not field.argument:
+        kind = bool
         name = field.flags[0].removeprefix("--")
+        if not field.negatable:  # a switch that is only ever turned on (vLLM's `--save-result`)
+            return inspect.Parameter(
+                field.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=typer.Option(field.default, *field.flags, help=field.help),
+                annotation=kind,
+            )
         off = (" /" + "/".join(field.off),) if field.off else ()
         info = typer.Option(field.default, f"--{name}/--no-{name}", *field.flags[1:], *off, help=field.help)
+    elif field.many:  # the words of every use of the flag; the commas are split before the model sees them
+        kind = list[str] | None
+        words = None if not field.default else [",".join(str(v) for v in field.default)]
+        metavar += "..." if field.argument else ",..."
+        if field.argument:
+            info = typer.Argument(words, help=field.help, show_default=shown, metavar=field.name.upper() + "...")
+        else:
+            info = typer.Option(
+                words, *field.flags, help=field.help, show_default=shown, metavar=metavar, envvar=field.envvar
+            )
+    elif field.argument:
+        word = None if field.default is None else str(field.default)
+        info = typer.Argument(word, help=field.help, show_default=shown, metavar=field.name.upper())
     else:
+        word = None if field.default is None else str(field.default)
         info = typer.Option(
-            field.default, *field.flags, help=field.help, show_default=shown, metavar=metavar, envvar=field.envvar
+            word, *field.flags, help=field.help, show_default=shown, metavar=metavar, envvar=field.envvar
         )
     return inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind)
 
@@ -231,7 +257,8 @@ def _value(field: CliField, given: Any) -> Any:
 
 class ModelCommand(TyperCommand):
     """A command whose words are rewritten, before click parses them, into forms click reads: a `nargs="+"`
-    field's words up to the next flag become one flag each (`--goodput a b` → `--goodput a --goodput b`), and a
+    field's words up to the next flag become one flag each for a list (`--metadata a=1 b=2` → `--metadata a=1
+    --metadata b=2`), or one word (`--goodput ttft:500 tpot:50` → `--goodput 'ttft:500 tpot:50'`), and a
     `nargs="?"` field's flag with no value after it gets its `const` (`--json` → `--json -`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -260,6 +287,8 @@ def spread_words(fields: list[CliField], args: list[str]) -> list[str]:
                 break
         if field.nargs == "?":
             out.append(taken[0] if taken else str(field.const))
+        elif not field.many:
+            out.append(" ".join(taken))
         elif taken:
             out.append(taken[0])
             for extra in taken[1:]:
@@ -279,3 +308,32 @@ def _typed(ctx: typer.Context, name: str) -> bool:
     """The user gave this parameter (not its default)."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name != "DEFAULT"
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_words(model: type[M], words: list[str]) -> M:
+    """The model a command line gives, read exactly as a command generated from `model` reads it: for code that
+    holds words rather than a command (tests, benchmarks)."""
+    taken: list[M] = []
+
+    def take(args: Any) -> None:
+        taken.append(args)
+
+    take.__annotations__ = {"args": model, "return": None}
+    app = typer.Typer(add_completion=False)
+    app.command(cls=ModelCommand, context_settings=PASSTHROUGH)(model_options(model)(take))
+    app(args=list(words), prog_name=model.__name__, standalone_mode=False)
+    return taken[0]
+
+
+def field_lines(model: type[BaseModel], names: Collection[str]) -> list[str]:
+    """`--flag: help [default: x]` for some fields of `model` that another reader takes (an engine's own flags
+    among its vLLM flags), for a command's help text."""
+    out = []
+    for name in names:
+        info = model.model_fields[name]
+        default = "" if info.is_required() or info.default is None else f" [default: {info.default}]"
+        out.append(f"{_flag(name)}: {_help(name, info)}{default}")
+    return out
