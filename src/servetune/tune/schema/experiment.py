@@ -21,6 +21,7 @@ from servetune.load.backend import ClientSpec
 from servetune.plan.placement import Placement, place
 from servetune.suite.params import Probes
 from servetune.suite.registry import figure_spec, named_objectives
+from servetune.tune.schema.args import ExecutorKind
 
 
 class _Strict(BaseModel):
@@ -102,7 +103,6 @@ class HardwareSpec(_Strict):
         return placed.world_size if placed else 1
 
 
-ExecutorKind = Literal["local", "local-gpus", "ray"]
 
 # A CUDA_VISIBLE_DEVICES entry: an index, or a GPU's or MIG instance's UUID. CUDA stops reading the list at the
 # first entry it does not understand, so any other text would hide GPUs from a slot without a word.
