@@ -35,6 +35,11 @@ class Variant(BaseModel):
     changes: dict[str, Any] = Field(default_factory=dict, description="What differs from the stage's baseline.")
     baseline: bool = False
     note: str | None = None
+    served: EngineConfig | None = Field(
+        default=None,
+        description="The config as `plan` serves it on the experiment's GPUs (the planner's serve flags, decided "
+        "with its verdict before the launch): what the recommendation prints. None where the planner did not plan it.",
+    )
 
     def key(self) -> str:
         """Identity of the measurement: the stage and the variant's name (names are unique within a stage, so
