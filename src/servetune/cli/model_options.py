@@ -148,7 +148,7 @@ def cli_fields(model: type[BaseModel], exclude: Collection[str]) -> list[CliFiel
                 optional,
                 flags,
                 argument,
-                _help(name, info, choices, many),
+                _help(name, info, choices, many, extra.get("split", True) is not False),
                 list(default) if many and default is not None else default,
                 many=many,
                 split=extra.get("split", True) is not False,
@@ -187,7 +187,7 @@ def _flag(name: str) -> str:
     return "--" + name.removesuffix("_s").replace("_", "-")
 
 
-def _help(name: str, info: FieldInfo, choices: tuple[str, ...] = (), many: bool = False) -> str:
+def _help(name: str, info: FieldInfo, choices: tuple[str, ...] = (), many: bool = False, split: bool = True) -> str:
     """The description, then the unit and the bounds, e.g. `Time between probes; seconds, > 0.`"""
     said = ["required"] if info.is_required() else []
     said += [unit for suffix, unit in UNITS.items() if name.endswith(suffix)]
@@ -197,7 +197,7 @@ def _help(name: str, info: FieldInfo, choices: tuple[str, ...] = (), many: bool 
     if choices:
         said.append(("each " if many else "") + "one of " + ", ".join(choices))
     if many:
-        said.append("a,b or the flag repeated")
+        said.append("a,b or the flag repeated" if split else "the flag repeated")
     for bound in info.metadata:
         for kind, sign in ((annotated_types.Gt, ">"), (annotated_types.Ge, "≥"), (annotated_types.Lt, "<")):
             if isinstance(bound, kind):

@@ -103,7 +103,6 @@ class HardwareSpec(_Strict):
         return placed.world_size if placed else 1
 
 
-
 # A CUDA_VISIBLE_DEVICES entry: an index, or a GPU's or MIG instance's UUID. CUDA stops reading the list at the
 # first entry it does not understand, so any other text would hide GPUs from a slot without a word.
 _GPU_ID = re.compile(r"\d+|(?:GPU|MIG)-[0-9A-Za-z/-]+")
