@@ -4,6 +4,7 @@ flag's name, default, help, unit and bound, and the command gets the validated m
 from __future__ import annotations
 
 import json
+import typing
 from pathlib import Path
 from typing import Literal
 
@@ -137,3 +138,25 @@ def test_vllm_word_forms_choices_switch_spellings_and_the_rest() -> None:
         CliRunner().invoke(lists, ["--kind", "c"], catch_exceptions=False)
     text = " ".join(CliRunner().invoke(lists, ["--help"], env={"COLUMNS": "200"}).output.split())
     assert "Kind; one of a, b. [default: a]" in text and "a,b or the flag repeated" in text
+
+
+def test_every_command_lists_each_option_with_its_help_and_every_number_with_a_bound() -> None:
+    """`servetune COMMAND --help` says what each option is, and every number's bound; the defaults are the
+    models' own (typer shows them)."""
+    from typer.core import TyperOption
+
+    from servetune.cli.entry import app as servetune
+
+    commands = typer.main.get_command(servetune).commands  # type: ignore[attr-defined]
+    missing = []
+    for name, command in sorted(commands.items()):
+        for param in command.params:
+            if not isinstance(param, TyperOption) or param.name == "help":
+                continue
+            text = param.help or ""
+            annotation = param.type_descriptor.annotation
+            kinds = {annotation, *typing.get_args(annotation)}
+            numeric = any(kind in (param.metavar or "") for kind in ("INTEGER", "NUMBER")) or bool(kinds & {int, float})
+            if not text.strip() or (numeric and not any(sign in text for sign in "≥≤<>")):
+                missing.append(f"{name} {param.opts[0]}: {text!r}")
+    assert missing == []

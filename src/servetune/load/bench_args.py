@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from servetune.errors import ServetuneError
-from servetune.load.options import MAX_SECONDS, LoadOptions, number_list
+from servetune.load.options import MAX_CONCURRENCY, MAX_SECONDS, LoadOptions, number_list
 from servetune.metrics.record import PERCENTILE_METRICS, LatencyMetric
 
 IGNORED_FLAGS = {
@@ -124,7 +124,9 @@ class BenchArgs(LoadOptions):
         None, description="tokenizer.json, model folder, Hugging Face id (local cache), server, or words"
     )
     sweep: tuple[float, ...] | None = Field(
-        None, description="Concurrencies (or rates, with --rate) to sweep; stops at saturation"
+        None,
+        description="Concurrencies (or rates, with --rate) to sweep; stops at saturation; each > 0, a concurrency "
+        f"whole and ≤ {MAX_CONCURRENCY:,}",
     )
     json_out: Path | None = Field(None, description="servetune's run JSON", json_schema_extra=_flags("--json"))
     jsonl_out: Path | None = Field(None, description="Every request's record", json_schema_extra=_flags("--jsonl"))
