@@ -60,7 +60,7 @@ def test_the_help_says_each_unit_bound_and_default() -> None:
     text = " ".join(CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output.split())
     assert "--period NUMBER Time between probes; seconds, > 0. [default: 5.0]" in text
     assert "How many; ≥ 1, ≤ 9. [default: 2]" in text
-    assert "--listen" in text and "--port" not in text and "--loud" in text and "--no-loud" in text
+    assert "--listen" in text and "--port" not in text and "--loud" in text and "--no-loud" not in text
 
 
 @pytest.mark.parametrize(

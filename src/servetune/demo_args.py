@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class DemoArgs(BaseModel):
     """Everything `servetune demo` takes."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     out: Path = Field(
         Path("runs/demo"),

@@ -74,8 +74,9 @@ class CliField:
     rest: bool = False
     envvar: str | None = None
     negatable: bool = True
+    """A switch has a `--no-` form where it is on by default (`{"negatable": ...}` says otherwise); one off by
+    default is only the flag, as vLLM's store_true switches."""
     metavar: str | None = None
-    """A switch has a `--no-` form (`{"negatable": False}`: only the flag, as vLLM's store_true switches)."""
 
 
 def model_options(
@@ -158,7 +159,7 @@ def cli_fields(model: type[BaseModel], exclude: Collection[str]) -> list[CliFiel
                 off=tuple(str(f) for f in extra.get("off", ()) or ()),  # type: ignore[union-attr]
                 rest=bool(extra.get("rest")),
                 envvar=str(extra["envvar"]) if "envvar" in extra else None,
-                negatable=extra.get("negatable", True) is not False,
+                negatable=bool(extra.get("negatable", default is True)),
                 metavar=str(extra["metavar"]) if "metavar" in extra else None,
             )
         )

@@ -20,7 +20,7 @@ class EngineArgs(BaseModel):
     """An engine to start: which, on what model, with its own flags after the known options (by the engine's own
     names: `--max-model-len 4096`, `-tp 2`, `--ctx-size=8192`, read by the engine vocabulary)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     engine: EngineName = Field("vllm", description="The engine to start")
     model: str | None = Field(None, description="Model path or id as the engine takes it")
@@ -64,6 +64,6 @@ class LaunchArgs(EngineArgs):
 class TinyModelArgs(BaseModel):
     """Where `servetune tiny-model` builds the tiny model."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     out_dir: Path = Field(description="Directory to build the tiny model in", json_schema_extra={"argument": True})

@@ -27,7 +27,7 @@ from pydantic import Field, JsonValue, field_validator, model_validator
 
 from servetune.errors import ServetuneError
 from servetune.load.options import MAX_CONCURRENCY, MAX_SECONDS, LoadOptions, number_list
-from servetune.metrics.record import PERCENTILE_METRICS, LatencyMetric
+from servetune.metrics.latency import PERCENTILE_METRICS, LatencyMetric
 
 IGNORED_FLAGS = {
     "--trust-remote-code": "servetune runs no model code",

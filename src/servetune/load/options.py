@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
 
 from servetune.errors import ServetuneError, from_validation_error
-from servetune.metrics.slo import Slos
 
 if TYPE_CHECKING:  # the commands' options are generated from this model at start-up: the load path is not
     from servetune.load.shape import LoadShape
     from servetune.load.workload import RequestClass, Workload
+    from servetune.metrics.slo import Slos
 
 MAX_CONCURRENCY = 100_000
 """A sanity bound on requests in flight (a typo such as `--concurrency 1000000000` is an error, not a run)."""
@@ -75,7 +75,7 @@ class LoadOptions(BaseModel):
     bench serve has another name for it, that one too (the same meaning); the fields after `percentiles` are
     vLLM's flags whose meaning needs arithmetic, translated into servetune's (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built when first used, not at start-up
 
     input_tokens: int = Field(
         256,
@@ -446,6 +446,8 @@ class LoadOptions(BaseModel):
         )
 
     def slos(self) -> Slos | None:
+        from servetune.metrics.slo import Slos
+
         return Slos.parse(self.goodput) if self.goodput else None
 
     def percentile_values(self) -> tuple[float, ...]:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ImportArgs(BaseModel):
     """Everything `servetune import` takes."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     files: tuple[Path, ...] = Field(
         description="Result files: vllm bench serve --save-result JSON, a vllm bench sweep folder's run=N.json, "

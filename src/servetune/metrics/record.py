@@ -14,12 +14,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-LatencyMetric = Literal["ttft", "tpot", "itl", "e2el"]
-"""vLLM's per-request latencies, by its names (time to first token, per output token, between tokens, end to end)."""
-PERCENTILE_METRICS: tuple[LatencyMetric, ...] = ("ttft", "tpot", "itl", "e2el")
-"""The latency metrics vLLM reports percentiles of (`--percentile-metrics`); servetune writes all four unless
-asked for fewer (vLLM's own default leaves e2el out)."""
-
 
 class ErrorClass(StrEnum):
     """Why a request failed. Failed requests are counted by class, never dropped or averaged in."""

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from servetune.metrics.record import PERCENTILE_METRICS, ErrorClass, RequestRecord
+from servetune.metrics.latency import PERCENTILE_METRICS
+from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.metrics.summary import Stat, Summary
 
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors")

@@ -14,7 +14,7 @@ MAX_MS = 3_600_000.0
 class MockServerArgs(BaseModel):
     """Everything `servetune mock-server` takes."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     host: str = Field("127.0.0.1", description="Address to listen on")
     port: int = Field(8000, ge=0, le=65535, description="Port (0: a free one, said when ready)")

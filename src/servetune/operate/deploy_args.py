@@ -40,7 +40,7 @@ def parse_targets(values: Iterable[str]) -> tuple[str, ...]:
 class DeployArgs(BaseModel):
     """Everything `servetune deploy` takes: what to deploy, which files, and the numbers SOURCE may lack."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     source: Path = Field(
         description="Tuning folder, engine config file, or a plan JSON (plan --json)",

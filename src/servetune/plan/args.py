@@ -17,7 +17,7 @@ ENGINE_WORDS: dict[str, JsonValue] = {"rest": True}
 class PlanArgs(BaseModel):
     """Everything `servetune plan` takes: a model, the GPUs, and `vllm serve`'s own flags after the options."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str = Field(description="Model directory or config.json (or a bundled name, e.g. qwen3.6-27b)")
     gpu: str = Field(
@@ -72,7 +72,7 @@ def available_bytes(text: str) -> int:
 class PlanSeedsArgs(BaseModel):
     """What `servetune plan-seeds` prints of the five seed systems."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     detail: bool = Field(False, description="Print every plan in full")
     as_json: bool = Field(False, description="Print the plans as JSON", json_schema_extra={"flags": ["--json"]})

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ReportArgs(BaseModel):
     """Everything `servetune report` takes."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     paths: tuple[Path, ...] = Field(
         description="An experiment folder (`servetune tune --out`), a bench folder (`bench --save-result "

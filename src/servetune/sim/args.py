@@ -28,7 +28,7 @@ MAX_ITERATIONS = 100_000
 class SimServeCommand(BaseModel):
     """Everything `servetune sim-serve` takes besides MODEL and vLLM's flags."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     show_config: bool = Field(
         False, description="Print the engine config and GPUs read from the arguments (as plan --show-config), and stop"
@@ -70,7 +70,7 @@ class EstimateArgs(LoadOptions):
 class CalibrateArgs(BaseModel):
     """Everything `servetune calibrate` takes."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     results: tuple[Path, ...] = Field(
         description="Result directories of measured runs (per-point *.jsonl)", json_schema_extra={"argument": True}

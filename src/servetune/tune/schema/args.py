@@ -16,7 +16,7 @@ ExecutorKind = Literal["local", "local-gpus", "ray"]
 class TuneArgs(BaseModel):
     """Everything `servetune tune` takes."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     experiment: Path = Field(
         description="Experiment file (YAML); see docs/experiment.md", json_schema_extra={"argument": True}
