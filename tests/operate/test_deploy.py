@@ -121,10 +121,11 @@ def test_targets_take_a_comma_list_and_repeated_flags_alike(tmp_path: Path, caps
     with pytest.raises(ServetuneError, match="unknown --target 'swarm'"):
         parse_targets(["compose,swarm"])
     for argv, made in (
+        ([], {"compose", "kubernetes", "systemd"}),  # none given: all (the args model's default, as written)
         (["--target", "compose,kubernetes,systemd"], {"compose", "kubernetes", "systemd"}),
         (["--target", "compose", "--target", "systemd"], {"compose", "systemd"}),
     ):
-        out = tmp_path / "-".join(argv)
+        out = tmp_path / ("-".join(argv) or "none-given")
         with pytest.raises(SystemExit) as done:
             main(["deploy", str(TINY_FOLDER), "--out", str(out), "--name", "tiny", *argv])
         assert done.value.code == 0, capsys.readouterr().err

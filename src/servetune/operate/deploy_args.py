@@ -47,7 +47,7 @@ class DeployArgs(BaseModel):
         json_schema_extra={"argument": True},
     )
     target: tuple[str, ...] = Field(
-        ("all",), description=f"Files to write: {', '.join(TARGETS)} or all", json_schema_extra={"flags": ["--target"]}
+        TARGETS, description=f"Files to write: {', '.join(TARGETS)} or all", json_schema_extra={"flags": ["--target"]}
     )
     out: Path | None = Field(None, description="Output folder (default: SOURCE/deploy for a folder, else ./deploy)")
     gpu: str | None = Field(None, description="GPU type (default: from the tuning folder or plan)")

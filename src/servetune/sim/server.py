@@ -333,7 +333,7 @@ async def serve(deployment: SimDeployment, log: Callable[..., None]) -> None:
         await runner.cleanup()
 
 
-def vllm_log(message: str, uvicorn: bool = False) -> None:
+def _vllm_log(message: str, uvicorn: bool = False) -> None:
     """Prints a line the way vLLM's logger (or uvicorn's) does, so log parsers read it unchanged."""
     if uvicorn:
         print(f"INFO:     {message}", flush=True)
@@ -345,11 +345,11 @@ def run_sim_serve(args: SimServeCommand) -> None:
     """`servetune sim-serve`: vLLM's startup lines, then the simulated server until Ctrl-C."""
     sim = parse_sim_args(list(args.engine_flags), allow_unknown=args.pass_unknown_flags)
     dep = build_deployment(sim)
-    vllm_log(
+    _vllm_log(
         f"servetune sim-serve (pid {os.getpid()}): simulating vLLM on {sim.tensor_parallel_size}x{sim.gpu}"
         f", time scale {sim.time_scale}"
     )
     for line in dep.startup_lines():
-        vllm_log(line)
+        _vllm_log(line)
     with contextlib.suppress(KeyboardInterrupt):
-        run_coroutine(serve(dep, vllm_log))
+        run_coroutine(serve(dep, _vllm_log))
