@@ -237,7 +237,8 @@ class _FlagReader:
     def mapping(self, engine: str, flags: Mapping[str, FlagValue], path: KeyPath) -> dict[str, FlagValue]:
         """A mapping of flags read whole (dotted JSON keys merge, a flag given twice is an issue), after each was
         checked at its own key."""
-        if not all([self.checked(engine, {name: value}, (*path, name)) for name, value in flags.items()]):
+        each = [self.checked(engine, {name: value}, (*path, name)) for name, value in flags.items()]  # every issue
+        if any(read is None for read in each):
             return dict(flags)
         try:
             return normalize_flags(engine, flags, version=self.version, allow_unknown=self.allow_unknown)
