@@ -6,6 +6,7 @@ measured in benchmarks/demo_stability.)"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,18 @@ def test_the_simulated_part_runs_the_whole_matrix_in_process(simulated: Part) ->
     assert "SIMULATED, not measured" in text and "uncalibrated" in text and "2×A100-80G-SXM" in text
     assert "Simulated: " + winner.record.variant.name in text and "outside the noise" in text
     assert str(simulated.files["html"]) in text and simulated.files["html"].exists()
+
+
+def test_the_simulated_reports_print_intervals_for_people(simulated: Part) -> None:
+    """Seed 001's deterministic repeats differ by float dust: it reads "± 0" and "0", never "± 0.0000000014",
+    "-0.000000100" or "~-0.0%", in every report a person reads (summary.csv keeps the numbers)."""
+    files = simulated.files
+    texts = {kind: files[kind].read_text() for kind in ("markdown", "html", "recommendation")}
+    texts["screen"] = "\n".join(simulated_lines(simulated, 100))
+    for kind, text in texts.items():
+        assert not re.search(r"\d\.0000|-0\.0%|-0 ", text), (kind, re.findall(r".{30}\d\.0000.{10}|.{30}-0\.0%", text))
+    row = next(line for line in texts["markdown"].splitlines() if line.startswith("| 3 | R2-A5-no-prefix"))
+    assert "| 0 ± 0 (-100%) |" in row and "570 ± 170 (~0.0%)" in row, row
 
 
 def test_a_second_run_resumes_and_fresh_or_another_experiment_starts_beside(simulated: Part) -> None:
@@ -99,7 +112,7 @@ def test_the_summary_fits_one_screen_and_names_the_decision(simulated: Part, tmp
     text = " ".join(" ".join(summary_lines(run, 100)).split())  # wrapped lines read as one text
     assert "Decision: llama-8-slots (parallel=8)" in text and "Against the baseline llama-2-slots (2.00" in text
     assert "+300% ± " in text and "outside the noise" in text, text
-    tie = "a tie with llama-8-slots-no-cont-batching (5.60 ± 2.7): +43% ± 49% (95% interval), inside the noise"
+    tie = "a tie with llama-8-slots-no-cont-batching (5.6 ± 2.7): +43% ± 49% (95% interval), inside the noise"
     assert tie in text, text
     assert "the edge of the range tried: parallel=8 is the largest value tried (1, 2, 4, 8)" in text, text
     one_slot = next(e for e in outcome.ranking.entries if e.record.variant.name == "llama-1-slot")

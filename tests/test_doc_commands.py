@@ -188,6 +188,8 @@ SUBSTITUTIONS = [
     Substitution(r"\bRESULT_DIR\.\.\.", "A: three runs simulated by estimate --jsonl --json, as bench writes them",
                  lambda c, _: c.copy(c.seeds.root / "A", "A")),
     Substitution(r"\bFILE\b", "exp.yaml (an experiment file)", lambda c, _: "exp.yaml"),
+    Substitution(r"\bBENCH_DIR\b", "results: the bench folder of a short `bench --save-result` against the mock",
+                 lambda c, _: c.bench_folder()),
     Substitution(r"\bURL\b", "the mock server's URL", lambda c, _: c.seeds.mock_url),
     Substitution(r"\bNAME\b", f"{MOCK_MODEL}, the mock server's model", lambda c, _: MOCK_MODEL),
     Substitution(r"\bMODEL\b", f"{SIM_MODEL}, a bundled config", lambda c, _: SIM_MODEL),

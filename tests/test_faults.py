@@ -7,6 +7,7 @@ engine is a stopped process either way) and, for the tuning faults, the real lla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -47,13 +48,16 @@ def mock_url() -> Iterator[tuple[str, subprocess.Popen[str]]]:
         proc.wait(timeout=10)
 
 
-def bench(*args: str, as_nobody: bool = False, **kw: object) -> subprocess.Popen[str]:
+def bench(
+    *args: str, as_nobody: bool = False, env: dict[str, str] | None = None, **kw: object
+) -> subprocess.Popen[str]:
     """`servetune bench` in its own process; `as_nobody`: as an unprivileged user (root writes anywhere, so a
-    read-only folder only refuses someone else)."""
+    read-only folder only refuses someone else); `env`: its environment (a TMPDIR of the test's own keeps the
+    journal a failed run leaves out of the machine's /tmp)."""
     cmd = [sys.executable, "-m", "servetune", "bench", "--no-progress", *args]
     if as_nobody and os.geteuid() == 0:
         cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, **kw)  # type: ignore[call-overload]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or ENV, **kw)  # type: ignore[call-overload]
 
 
 def test_a_frozen_server_fails_a_bench_within_its_first_token_timeout(
@@ -134,11 +138,100 @@ def test_a_full_disk_loses_no_finished_record(mock_url: tuple[str, subprocess.Po
     url, _ = mock_url
     proc = bench(
         "--url", url, "--model", "mock", "--concurrency", "2", "--requests", "10", "--tokenizer", "words",
-        "--json", "/dev/full",
+        "--json", "/dev/full", env={**ENV, "TMPDIR": str(tmp_path)},
     )  # fmt: skip
     out, err = proc.communicate(timeout=60)
     assert proc.returncode in (1, 2), out + err
     assert "Traceback" not in err and ("No space left" in err or "/dev/full" in err), err
+
+
+def test_a_bench_killed_by_sigkill_leaves_its_records_where_the_next_bench_names_them(
+    mock_url: tuple[str, subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """SIGKILL runs no code: the temporary journal of a bench killed so stayed in /tmp unnamed (mkstemp). Now it
+    is in bench's journal folder, locked by its run; the next bench finds it unlocked, keeps it as `killed-…`
+    and says where its records are."""
+    url, _ = mock_url
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**ENV, "TMPDIR": str(tmp)}
+    args = [sys.executable, "-m", "servetune", "bench", "--no-progress", "--url", url, "--model", "mock"]
+    args += ["--tokenizer", "words", "--output-tokens", "4", "--accept-warnings"]
+    killed = subprocess.Popen(
+        [*args, "--concurrency", "4", "--requests", "100000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, env=env,
+    )  # fmt: skip
+    folder = tmp / f"servetune-bench-{os.getuid()}"
+    deadline = time.monotonic() + 60
+    journals: list[Path] = []
+    while time.monotonic() < deadline:
+        journals = sorted(folder.glob("bench-*.jsonl")) if folder.is_dir() else []
+        if journals and len(journals[0].read_text().splitlines()) >= 20:
+            break
+        time.sleep(0.2)
+    killed.kill()
+    killed.wait(timeout=30)
+    assert len(journals) == 1, (journals, killed.stderr.read() if killed.stderr else "")
+    journal = journals[0]
+    assert f"pid{killed.pid}-" in journal.name
+    left = len(journal.read_text().splitlines())
+    assert left >= 20 and [p.name for p in tmp.iterdir()] == [folder.name]  # nothing loose in the temp folder
+    second = subprocess.run(
+        [*args, "--concurrency", "1", "--requests", "3"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert second.returncode == 0, second.stderr
+    kept = folder / f"killed-{journal.name}"
+    assert f"note: a bench that was killed left {left} finished records in {kept}" in second.stderr, second.stderr
+    assert [json.loads(line)["index"] >= 0 for line in kept.read_text().splitlines()] == [True] * left
+    assert [p.name for p in folder.iterdir()] == [kept.name]  # the second's own journal went with its finish
+    third = subprocess.run(
+        [*args, "--concurrency", "1", "--requests", "2"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert third.returncode == 0 and "killed" not in third.stderr, third.stderr  # told once
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real filesystem that is full: a 64 KiB tmpfs (mounting needs root; skipped where it is not permitted)
+    holding an earlier `run.json` and filled to the last block."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        (folder / "run.json").write_text('{"earlier": true}')
+        with open(folder / "filler", "wb", buffering=0) as filler, contextlib.suppress(OSError):
+            while True:
+                filler.write(b"x" * 4096)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_full_disk_names_the_file_and_where_the_records_are(
+    mock_url: tuple[str, subprocess.Popen[str]], full_disk: Path, tmp_path: Path
+) -> None:
+    """On a real full filesystem the error said only "No space left on device". It names the --json file and the
+    journal that holds the run's records; the earlier file there is left whole."""
+    url, _ = mock_url
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    argv = [
+        sys.executable, "-m", "servetune", "bench", "--no-progress", "--url", url, "--model", "mock", "--tokenizer",
+        "words", "--concurrency", "2", "--requests", "10", "--output-tokens", "4", "--accept-warnings",
+        "--json", str(full_disk / "run.json"),
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, env={**ENV, "TMPDIR": str(tmp)}, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    err = done.stderr
+    assert f"error: cannot write {full_disk / 'run.json'}: No space left on device" in err, err
+    journals = list((tmp / f"servetune-bench-{os.getuid()}").glob("interrupted-bench-*.jsonl"))
+    assert len(journals) == 1 and f"the run's records are in {journals[0]}" in err, (journals, err)
+    assert len(journals[0].read_text().splitlines()) == 10
+    assert "completed 10" in done.stdout and "Traceback" not in err
+    assert (full_disk / "run.json").read_text() == '{"earlier": true}'
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler", "run.json"]  # no temporary file left
 
 
 CANARY = "sk-canary-0f9e8d7c"

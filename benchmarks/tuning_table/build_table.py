@@ -1,5 +1,6 @@
 """Builds the tables from the measured data: `table.csv` (one row per variant x probe x repeat, with the objective
-figures) and `variants.csv` (one row per variant: its start as it happened and vLLM's startup facts).
+figures), `variants.csv` (one row per variant: its start as it happened, its warm-up and vLLM's startup facts) and
+`table.json` (the SLOs it was scored with), the files servetune's replay executor reads (`executor: replay`).
 
     PYTHONPATH=src python benchmarks/tuning_table/build_table.py [--data DIR] [--slo-a-ttft-p99 MS] ...
     ... --markdown    # also print the per-variant medians and repeat spreads (the README's table)
@@ -60,6 +61,7 @@ VARIANT_COLUMNS = [
     "session_started",
     "first_start_of_session",
     "ready_s",
+    "warmup_s",
     "engine_s",
     "probes_wall_s",
     "compile_cache",
@@ -151,6 +153,7 @@ def variant_row(variant: dict) -> dict:
         "session_started": variant.get("session_started"),
         "first_start_of_session": variant.get("first_start_of_session"),
         "ready_s": variant.get("ready_s"),
+        "warmup_s": (variant["probes"].get("warmup") or {}).get("wall_s"),
         "engine_s": variant.get("engine_s"),
         "probes_wall_s": round(sum(p.get("wall_s", 0) or 0 for p in variant["probes"].values()), 1),
         **{k: facts.get(k) for k in ("compile_cache", "cache_key", "dynamo_s", "compile_s", "profile_run_s")},
@@ -223,6 +226,16 @@ def main() -> None:
         rows += probe_rows(f.parent, variant, grid, slos)
     write_csv(Path(a.out) / "table.csv", TABLE_COLUMNS, rows)
     write_csv(Path(a.out) / "variants.csv", VARIANT_COLUMNS, vrows)
+    scored = {
+        "goodput": {
+            name: {"ttft_ms": slos["b_ttft_ms"], "tpot_ms": slos["b_tpot_ms"]}
+            for name, p in grid["probes"].items()
+            if p["objective"] == "b"
+        },
+        "slos": slos,
+        "note": "how table.csv was scored (the replay executor matches fixed_load's goodput bounds against it)",
+    }
+    (Path(a.out) / "table.json").write_text(json.dumps(scored, indent=1) + "\n")
     print(f"{len(vrows)} variants, {len(rows)} probe rows; SLOs {slos}")
     if a.markdown:
         print(markdown(rows, vrows))

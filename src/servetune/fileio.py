@@ -1,6 +1,6 @@
 """Files servetune writes: atomically (a full disk or a crash leaves the old file or none, never half of one), and
 into places checked before any work starts (a bad `--json /missing/dir/x.json` fails in the first second, not after
-a half-hour run).
+a half-hour run); a folder one process writes at a time is locked by it (`lock_folder`).
 
 A target that exists and is not a regular file (`/dev/stdout`, a FIFO, `/dev/full`) is written in place: a rename
 over it would replace the device itself. New files get the usual mode (0666 less the umask), a replaced file
@@ -9,12 +9,18 @@ keeps its own."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
+import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from servetune.errors import ServetuneError
+from servetune.secrets import redact_argv
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -22,8 +28,26 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+class WriteFailed(ServetuneError):
+    """A file could not be written although its path was checked (the disk filled up meanwhile): the environment
+    failed, not the input (exit 1)."""
+
+    exit_code = 1
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Writes `data` to `path` through a temporary file in the same folder and a rename. An OSError names `path`
+    (`err.filename`): a write's own error names no file, and "No space left on device" alone does not say which."""
     path = Path(path)
+    try:
+        _atomic_write_bytes(path, data)
+    except OSError as err:
+        if err.filename is None or str(err.filename).startswith(str(path.parent / f".{path.name}.")):
+            err.filename = str(path)
+        raise
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
     if path.exists() and not path.is_file():
         with path.open("wb") as out:
             out.write(data)
@@ -76,3 +100,30 @@ def _writable(path: Path, what: str) -> Path:
     os.close(fd)
     os.unlink(tmp)
     return path
+
+
+def lock_folder(folder: Path, name: str, refuse: Callable[[str], ServetuneError]) -> IO[str]:
+    """Takes the exclusive lock of `folder` (an advisory `flock` on its file `name`, which the kernel drops when the
+    process dies, even by SIGKILL) and returns the open lock file: closing it releases the lock. The file says who
+    holds it (`servetune pid N since TIME: COMMAND`); while another process holds it, `refuse(that line)` is raised.
+    Processes servetune starts do not inherit the lock (Popen closes the file in the child)."""
+    lock_path = Path(folder) / name
+    try:
+        handle = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+    except OSError as err:
+        raise ServetuneError(
+            f"cannot write the lock file {lock_path}: {err.strerror}", "give a writable folder"
+        ) from err
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another servetune process"
+        handle.close()
+        raise refuse(holder) from None
+    handle.seek(0)
+    handle.truncate()
+    command = " ".join(redact_argv(sys.argv))  # `serve -- --api-key K`: the file is readable by others
+    handle.write(f"servetune pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}\n")
+    handle.flush()
+    return handle

@@ -40,6 +40,23 @@ def is_secret_flag(name: str, extra: Iterable[str] = ()) -> bool:
     return flag.rsplit("_", 1)[-1] in _WORDS or flag in {_norm(e) for e in extra}
 
 
+def redact_argv(words: Iterable[str], extra: Iterable[str] = ()) -> list[str]:
+    """A command line with the values of its secret flags replaced by `<redacted>`: `--api-key=K`, and every word
+    after `--api-key` up to the next option (vLLM's takes a list), as a process's own command line is shown."""
+    names = tuple(extra)
+    out: list[str] = []
+    secret = False
+    for word in words:
+        if word.startswith("-") and len(word) > 1:
+            name, eq, _ = word.partition("=")
+            secret = is_secret_flag(name.lstrip("-"), names)
+            out.append(f"{name}={REDACTED}" if secret and eq else word)
+            secret = secret and not eq
+        else:
+            out.append(REDACTED if secret and word else word)
+    return out
+
+
 def redact(data: Any, extra: Iterable[str] = ()) -> Any:
     """JSON-like data with every value under a secret-named key replaced by `<redacted>` (each text of a list of
     them too; nested dicts and lists walked); the shape is kept, so a reader still sees that a key was set."""

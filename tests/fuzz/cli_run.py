@@ -4,7 +4,8 @@ Each command runs in a forked child of the test process (the modules the parent 
 run costs milliseconds, not an interpreter start) under an address-space limit of `MEMORY_BYTES` above what the
 parent already maps, and is killed at `BOUND_S`. A command that runs out of memory ends in a `MemoryError`,
 which the CLI reports as "failed unexpectedly", or is killed: either fails the example as the bug it is, and the
-test process itself never grows.
+test process itself never grows. In the child, `serve` stops where it would start supervising (`SERVE_STOPPED`):
+its arguments, source, sizing and fallback are read for real, and nothing is launched.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import select
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from servetune.cli import main
 
@@ -30,6 +34,16 @@ MEMORY_BYTES = 2 * 1024**3
 """What one command may allocate on top of the test process: a run that needs more is a bug (the 21 GiB of an
 unbounded `--requests`)."""
 WARM = (
+    "servetune.cli.entry",
+    "servetune.engines.vllm",
+    "servetune.engines.llamacpp",
+    "servetune.engines.sglang",
+    "servetune.engines.sim",
+    "servetune.metrics.journal",
+    "servetune.report.files",
+    "servetune.report.bench",
+    "servetune.tune.loop",
+    "servetune.sim.server",
     "servetune.plan.api",
     "servetune.plan.target",
     "servetune.sim.backend",
@@ -41,8 +55,14 @@ WARM = (
     "servetune.metrics.render",
     "servetune.tune.schema.loader",
     "servetune.tune.search.plan",
+    "servetune.operate.serving",
+    "servetune.operate.supervisor",
+    "servetune.operate.control",
+    "servetune.operate.deploy",
+    "servetune.metrics.imports",
 )
-"""Modules imported once in the test process, so that each forked command does not import them again."""
+"""Modules imported once in the test process, so that each forked command does not import them again (the CLI's
+own entry, every command's modules and the engines' adapters: about 0.2 s a command otherwise)."""
 
 
 @dataclass(frozen=True)
@@ -75,9 +95,24 @@ def _mapped_bytes() -> int:
     return 0
 
 
+SERVE_STOPPED = "fuzz: serve stops here, where it would start supervising"
+
+
+def _stop_before_serving() -> None:
+    """`serve` up to the supervisor and no further: what it would supervise is said, and nothing starts."""
+    from servetune.operate.supervisor import Supervisor
+
+    def run(self: Supervisor) -> int:
+        print(SERVE_STOPPED)
+        return 0
+
+    Supervisor.run = run  # type: ignore[method-assign]
+
+
 def _child(words: list[str], write: int) -> None:
     limit = _mapped_bytes() + MEMORY_BYTES
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _stop_before_serving()
     out, err = io.StringIO(), io.StringIO()
     t0 = time.monotonic()
     code = 0
@@ -143,7 +178,13 @@ def assert_clear(words: list[str], done: Outcome) -> None:
 
 def assert_sensible(words: list[str], done: Outcome) -> None:
     """An accepted input's output makes sense where that is cheap to see: JSON asked for parses and holds no NaN,
-    a plan's capacity is a non-negative figure, a summary counts no negative requests."""
+    a plan's capacity is a non-negative figure, a summary counts no negative requests; every file `deploy` wrote
+    parses and its systemd unit holds only servetune's directives; every run `import` wrote has finite figures, no
+    negative count or latency."""
+    if done.code == 0 and words[0] == "deploy":
+        _sensible_deployment(words, done)
+    if done.code == 0 and words[0] == "import":
+        _sensible_imports(words)
     if done.code != 0 or "--json" not in words or words[0] not in ("plan", "estimate", "plan-seeds"):
         return
     shown = " ".join(words)
@@ -173,3 +214,48 @@ def _find_nan(node: Any, at: str = "") -> str | None:
     if isinstance(node, list):
         return next((p for i, v in enumerate(node) if (p := _find_nan(v, f"{at}[{i}]"))), None)
     return None
+
+
+def _sensible_deployment(words: list[str], done: Outcome) -> None:
+    """Each file deploy listed as written: YAML loads (every document), JSON loads, compose and Kubernetes pass the
+    validators the deploy tests use, and the systemd unit's directives are exactly servetune's (an input with a line
+    break would add one)."""
+    from tests.operate.deploy_checks import UNIT_KEYS, unit_lines, validate_compose, validate_kubernetes
+
+    shown = " ".join(words)
+    written = [Path(line) for line in done.out.splitlines() if line.strip()]
+    assert written, f"deploy wrote nothing and said so with exit 0: {shown}"
+    for path in written:
+        assert path.is_file(), f"deploy listed {path}, which is not there: {shown}"
+        text = path.read_text()
+        if path.suffix in (".yaml", ".yml"):
+            docs = list(yaml.safe_load_all(text))
+            assert all(d is None or isinstance(d, dict) for d in docs), f"{path} is not mappings: {shown}"
+            if path.name == "compose.yaml":
+                validate_compose(path)
+            elif path.parent.name == "kubernetes":
+                validate_kubernetes(path)
+        elif path.suffix == ".json":
+            json.loads(text)
+        elif path.suffix == ".service":
+            assert unit_lines(path) == UNIT_KEYS, f"the unit's directives changed: {shown}\n{text}"
+
+
+_FIGURE = ("_ms", "_throughput", "_goodput", "_per_s")
+_COUNTS = ("completed", "failed", "duration", "total_input_tokens", "total_output_tokens")
+
+
+def _sensible_imports(words: list[str]) -> None:
+    """Each run file in the --into folder: finite figures, none negative that cannot be (latencies, rates, counts);
+    a recomputed summary with no negative request count."""
+    shown = " ".join(words)
+    into = Path(words[words.index("--into") + 1])
+    for path in into.glob("*.servetune.json"):
+        body = json.loads(path.read_text())
+        for key, value in body["figures"].items():
+            assert math.isfinite(value), f"{path.name}: {key} = {value} for: {shown}"
+            if key.endswith(_FIGURE) or key in _COUNTS:
+                assert value >= 0, f"{path.name}: {key} = {value} for: {shown}"
+        summary = body.get("summary") or {}
+        assert _find_nan(summary) is None, f"{path.name}: NaN in the summary for: {shown}"
+        assert summary.get("completed", 0) >= 0 and summary.get("failed", 0) >= 0, f"bad counts: {shown}"

@@ -12,16 +12,21 @@ The draws are seeded (`SEED`: every run tries the same inputs) and replay the co
 draws per command.
 
 Commands that would serve until stopped (`launch`, `serve`, `mock-server`, `sim-serve`) are fuzzed up to the
-point where they would start (`--show-config`, a model that is not there), and `bench` / `check` aim at a
-closed port unless the draw names another URL.
+point where they would start (`--show-config`, a model that is not there; `serve` with a valid engine config half
+the time, stopped where it would start supervising: `cli_run.SERVE_STOPPED`), and `bench` / `check` aim at a
+closed port unless the draw names another URL. Every accepted `deploy` has its files parsed and validated, every
+accepted `import` its runs' figures checked (`cli_run.assert_sensible`); `test_fuzz_files.py` fuzzes the files
+those two read, and `serve --switch` against run folders with no serve.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import typer
@@ -32,6 +37,8 @@ from typer.core import TyperArgument, TyperOption
 from servetune.cli.entry import app
 
 from .cli_run import assert_clear, assert_sensible, run_cli, warm
+
+T = TypeVar("T", bound=Callable[..., Any])
 
 
 def _closed_port() -> int:
@@ -49,14 +56,22 @@ URLS = [CLOSED, "garbage", "http://127.0.0.1:99999", "ftp://x", "http://[::1", f
 GPUS = ["H200", "A100", "A100x2", "H200x0", "H200x99999", "2xL40S", "custom:mem=0,bw=1,tflops=1", "custom:", "local"]
 
 
+ENGINE_CONFIG = "engine: vllm\nmodel: /srv/models/Qwen3-8B\nflags: {max-model-len: 32768, max-num-seqs: 16}\n"
+"""A valid engine config (its model is never opened: nothing launches): what `serve` and `deploy` accept."""
+
+
 def _paths(tmp: Path) -> list[str]:
+    (tmp / "engine.yaml").write_text(ENGINE_CONFIG)
     binary = tmp / "binary.bin"
     binary.write_bytes(bytes(range(256)) * 8)
     empty = tmp / "empty.yaml"
     empty.write_text("")
     listing = tmp / "list.yaml"
     listing.write_text("- 1\n- 2\n")
-    return [str(binary), str(empty), str(listing), str(tmp), "/nonexistent/dir/x.json", str(tmp / "out.json")]
+    return [
+        str(binary), str(empty), str(listing), str(tmp), "/nonexistent/dir/x.json", str(tmp / "out.json"),
+        str(tmp / "engine.yaml"),
+    ]  # fmt: skip
 
 
 def _values(tmp: Path) -> st.SearchStrategy[str]:
@@ -73,7 +88,8 @@ SIM_FLAGS = [
 LOAD_OPTIONS = [p.opts[0] for p in COMMANDS.commands["estimate"].params if isinstance(p, TyperOption)]
 PLAN_FLAGS = [*SIM_FLAGS[:10], "--pipeline-parallel-size", "--data-parallel-size", "--kv-cache-memory-bytes", "--dtype"]
 SERVING = {"launch", "serve", "mock-server", "sim-serve", "demo", "tiny-model"}
-"""Would run until stopped or build files: fuzzed only with a guard that stops them before they start."""
+"""Would run until stopped or build files: fuzzed only with a guard that stops them before they start (`launch`,
+`sim-serve`, `serve`), or not at all."""
 
 
 def _options(name: str) -> list[tuple[str, bool]]:
@@ -86,8 +102,8 @@ def _options(name: str) -> list[tuple[str, bool]]:
     return out
 
 
-def _argv(draw: st.DrawFn, name: str, values: st.SearchStrategy[str]) -> list[str]:
-    """One hostile command line for `name`."""
+def _argv(draw: st.DrawFn, name: str, values: st.SearchStrategy[str], inputs: Path) -> list[str]:
+    """One hostile command line for `name` (`inputs`: the folder of the input files `values` names)."""
     if name in ("estimate", "sim-serve"):
         pool = SIM_FLAGS + (LOAD_OPTIONS if name == "estimate" else [])
         flags = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=4, unique=True))
@@ -106,6 +122,8 @@ def _argv(draw: st.DrawFn, name: str, values: st.SearchStrategy[str]) -> list[st
     for param in command.params:  # positional arguments first
         if isinstance(param, TyperArgument):
             words.append(draw(values))
+    if name == "serve" and draw(st.booleans()):  # half the draws serve a valid config, the options are the test
+        words[1] = str(inputs / "engine.yaml")
     for option, is_flag in chosen:
         words += [option] if is_flag else [option, draw(values)]
     if name == "plan":
@@ -133,7 +151,7 @@ def _guard(words: list[str]) -> list[str]:
     return [*words, "--model", "/nonexistent/model"]
 
 
-FUZZED = sorted(n for n in COMMANDS.commands if n not in SERVING - {"sim-serve", "launch"})
+FUZZED = sorted(n for n in COMMANDS.commands if n not in SERVING - {"sim-serve", "launch", "serve"})
 
 
 @pytest.fixture
@@ -149,10 +167,56 @@ SEED = 23
 DATABASE = Path(__file__).resolve().parent / "examples"
 
 
+class KeepingDatabase(ExampleDatabase):
+    """A committed example database: a failing draw is saved, and nothing saved is ever removed. Hypothesis moves
+    a saved draw that passes again aside (and deletes it later), so every local run after the fix would delete the
+    regression case it was committed as; here it stays, and is replayed first by every run."""
+
+    def __init__(self, inner: ExampleDatabase) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self.inner.save(key, value)
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        return self.inner.fetch(key)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        pass
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        pass
+
+
 def example_database(name: str) -> ExampleDatabase:
-    """The committed examples of one fuzzed test (`examples/<name>/`), read-only in CI."""
+    """The committed examples of one fuzzed test (`examples/<name>/`): kept and added to by a local run, read-only
+    in CI."""
     found = DirectoryBasedExampleDatabase(DATABASE / name)
-    return ReadOnlyDatabase(found) if os.environ.get("CI") else found
+    return ReadOnlyDatabase(found) if os.environ.get("CI") else KeepingDatabase(found)
+
+
+LIGHTER = {"serve": 2, "deploy-configs": 2, "serve-switch": 2, "tune-executors": 2}
+"""Fuzzed tests that take `EXAMPLES` / N draws: each of their draws is a whole command on files written for it, and
+with these shares the suite takes about the time it took before they were added (tests/fuzz/examples/README.md)."""
+
+
+def fuzzed(name: str, examples: int | None = None) -> Callable[[T], T]:
+    """The fuzz suite's settings for one `@given` test: `examples` draws (default `EXAMPLES`, or its share in
+    `LIGHTER`), no deadline (each command has its own bound), seeded by `SEED`, the committed example database
+    `examples/<name>/` replayed first. Applied outside `@seed`, which on its own turns the database off (it sets
+    `database=None`): with the two the other way round, no failing draw was ever saved or replayed."""
+
+    def apply(test: T) -> T:
+        chosen = settings(
+            max_examples=max(1, EXAMPLES // LIGHTER.get(name, 1)) if examples is None else examples,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=example_database(name),
+        )
+        return chosen(seed(SEED)(test))
+
+    return apply
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -162,18 +226,13 @@ def _warm() -> None:
 
 @pytest.mark.parametrize("name", FUZZED)
 def test_every_option_of_every_command(name: str, in_tmp: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    values = _values(tmp_path_factory.mktemp("inputs"))
+    inputs = tmp_path_factory.mktemp("inputs")
+    values = _values(inputs)
 
-    @seed(SEED)
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        database=example_database(name),
-    )
+    @fuzzed(name)
     @given(st.data())
     def one(data: st.DataObject) -> None:
-        words = _guard(data.draw(st.builds(lambda: None).flatmap(lambda _: _argv_strategy(name, values))))
+        words = _guard(data.draw(st.builds(lambda: None).flatmap(lambda _: _argv_strategy(name, values, inputs))))
         done = run_cli(words)
         assert_clear(words, done)
         assert_sensible(words, done)
@@ -181,10 +240,10 @@ def test_every_option_of_every_command(name: str, in_tmp: Path, tmp_path_factory
     one()
 
 
-def _argv_strategy(name: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[list[str]]:
+def _argv_strategy(name: str, values: st.SearchStrategy[str], inputs: Path) -> st.SearchStrategy[list[str]]:
     @st.composite
     def build(draw: st.DrawFn) -> list[str]:
-        return _argv(draw, name, values)
+        return _argv(draw, name, values, inputs)
 
     return build()
 
@@ -268,3 +327,40 @@ def test_a_command_that_runs_out_of_memory_fails_its_example(monkeypatch: pytest
     done = cli_run.run_cli(["estimate"])
     with pytest.raises(AssertionError, match=r"traceback|uncaught"):
         assert_clear(["estimate"], done)
+
+
+def test_a_failing_draw_is_saved_replayed_first_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`examples/` held only its README: the database was set under `@seed`, which turns it off, so no failing draw
+    was ever saved, and none would have been replayed. Saved by a local run, replayed first by the next (in CI
+    without writing), and still there once it passes (a committed regression case)."""
+    monkeypatch.setattr(sys.modules[__name__], "DATABASE", tmp_path)
+    monkeypatch.delenv("CI", raising=False)
+    seen: list[int] = []
+    limit = [500]
+
+    def run() -> None:
+        @fuzzed("probe", examples=30)
+        @given(st.integers(0, 1000))
+        def one(n: int) -> None:
+            seen.append(n)
+            assert n < limit[0]
+
+        one()
+
+    def saved() -> list[tuple[Path, bytes]]:
+        return sorted((p, p.read_bytes()) for p in (tmp_path / "probe").rglob("*") if p.is_file())
+
+    with pytest.raises(AssertionError):
+        run()
+    first = saved()
+    assert first, "the failing draw was not saved"
+    seen.clear()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(AssertionError):
+        run()
+    assert seen[0] == 500, seen[:5]  # the saved (shrunk) failure is the first draw
+    assert saved() == first  # read only in CI
+    monkeypatch.delenv("CI")
+    limit[0] = 2000  # fixed
+    run()
+    assert saved() == first  # a local run after the fix keeps the case

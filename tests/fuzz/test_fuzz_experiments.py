@@ -9,16 +9,15 @@ an unknown one. The mutated file is written as YAML and checked in-process (`ser
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, seed, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from .cli_run import assert_clear, run_cli, warm
-from .test_fuzz_cli import SEED, example_database
+from .test_fuzz_cli import fuzzed
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "tune"
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.yaml"))
@@ -67,20 +66,11 @@ def mutated(draw: st.DrawFn) -> tuple[str, Any]:
     return source.name, tree
 
 
-RUNS = int(os.environ.get("SERVETUNE_FUZZ_EXAMPLES", "40"))
-
-
 def test_mutated_experiments_are_plans_or_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     warm()
 
-    @seed(SEED)
-    @settings(
-        max_examples=RUNS,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        database=example_database("tune-experiments"),
-    )
+    @fuzzed("tune-experiments")
     @given(mutated())
     def one(case: tuple[str, Any]) -> None:
         name, tree = case
@@ -111,3 +101,52 @@ def test_duplicate_keys_empty_dimensions_and_zero_time_scale_fail_the_check(tmp_
         done = run_cli(["tune", str(path), "--check"])
         assert_clear(["tune", name], done)
         assert done.code == 2, f"{name} passed the check:\n{done.said}"
+
+
+GPU_IDS: list[Any] = [[0, 1], "0,1", [0, 0], [], "-1", [99999999999], "GPU-abc", "MIG-x/1", "", "x", 5, None, [None]]
+ADDRESSES: list[Any] = [
+    "127.0.0.1:1", "10.255.255.1:6379", "ray://127.0.0.1:10001", "[::1]:6379", "auto", "garbage", "", "h:99999",
+    "h:0", "127.0.0.1", "☃:1", "a" * 300, 6379, None,
+]  # fmt: skip
+RESOURCES: list[Any] = ["GPU", "fake_gpu", "", "a b", "-x", 5, None]
+KINDS: list[Any] = ["local", "local-gpus", "local-gpus", "ray", "ray", "cloud", "", 5, None]
+
+
+@st.composite
+def with_executor(draw: st.DrawFn) -> tuple[str, Any, list[str]]:
+    """A shipped example with an `executor:` block of hostile keys, and hostile `--executor` options."""
+    source = draw(st.sampled_from(EXAMPLES))
+    tree = yaml.safe_load(source.read_text())
+    kind = draw(st.sampled_from(KINDS))
+    block: dict[str, Any] = {"kind": kind}
+    for key, pool in (("gpus", GPU_IDS), ("address", ADDRESSES), ("resource", RESOURCES)):
+        if draw(st.booleans()):
+            block[key] = draw(st.sampled_from(pool))
+    tree["executor"] = draw(st.sampled_from([block, block, block, kind, [block]]))
+    options: list[str] = []
+    for flag, pool in (("--executor", KINDS), ("--gpus", GPU_IDS), ("--ray-address", ADDRESSES)):
+        if draw(st.integers(0, 3)) == 0:
+            options += [flag, str(draw(st.sampled_from(pool)))]
+    return source.name, tree, options
+
+
+def test_executor_keys_are_refused_or_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`executor: {kind: local-gpus, gpus: ...}` and `ray` with bad addresses: `tune --check` refuses them naming
+    the key, or plans within the bound; it never connects to a cluster and never hangs."""
+    monkeypatch.chdir(tmp_path)
+    warm()
+
+    @fuzzed("tune-executors")
+    @given(with_executor())
+    def one(case: tuple[str, Any, list[str]]) -> None:
+        name, tree, options = case
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(tree, allow_unicode=True))
+        out = tmp_path / "never-made"
+        words = ["tune", str(path), "--check", "--out", str(out), *options]
+        done = run_cli(words)
+        assert_clear([*words, f"# executor: {tree['executor']!r}"[:2000]], done)
+        assert done.code in (0, 2), done.said
+        assert not out.exists(), "--check launched or wrote something"
+
+    one()

@@ -153,3 +153,34 @@ def test_a_read_that_ends_inside_a_known_token_event_waits_for_the_rest() -> Non
         state.on_body(cut, 1)
         state.on_body((head + b' b"}]}\n\n')[len(cut) :], 2)
     assert state.chunk_ns == [0, 2, 2, 2]
+
+
+LLAMACPP_CLOSING = (
+    b'data: {"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1796294693,'
+    b'"model":"servetune-tiny","system_fingerprint":"b0-unknown","object":"text_completion","usage":'
+    b'{"completion_tokens":4,"prompt_tokens":160,"total_tokens":164,"prompt_tokens_details":{"cached_tokens":0}},'
+    b'"id":"chatcmpl-x7c4","timings":{"cache_n":0,"prompt_n":160,"prompt_ms":361.516,"prompt_per_token_ms":2.259475,'
+    b'"prompt_per_second":442.58,"predicted_n":4,"predicted_ms":53.847,"predicted_per_token_ms":17.949,'
+    b'"predicted_per_second":55.71}}\n\n'
+)
+"""llama.cpp's closing chunk of a streamed completion, as its server (xllamacpp) sends it: usage and its own
+`timings`."""
+
+
+def test_llama_cpp_timings_are_read_from_the_closing_chunk_only() -> None:
+    state = StreamState(stream=True, keep_outputs=False)
+    state.on_head(200, {"content-type": "text/event-stream"})
+    token = (
+        b'data: {"choices":[{"text":" valu","index":0,"logprobs":null,"finish_reason":null}],"id":"chatcmpl-x7c4"}\n\n'
+    )
+    for t in range(3):
+        state.on_body(token, now_ns=t + 1)
+    assert state.others == [], "token chunks take the fast path: nothing kept to parse"
+    state.on_body(LLAMACPP_CLOSING + b"data: [DONE]\n\n", now_ns=9)
+    facts = parse_final(state)
+    assert facts["timings"]["prompt_n"] == 160 and facts["timings"]["cache_n"] == 0
+    assert facts["timings"]["predicted_n"] == 4 and facts["usage"]["prompt_tokens"] == 160
+    body = StreamState(stream=False, keep_outputs=False)
+    body.on_head(200, {"content-type": "application/json"})
+    body.on_body(json.dumps({"choices": [{"text": " a"}], "timings": {"prompt_n": 1, "cache_n": 159}}).encode(), 1)
+    assert parse_final(body)["timings"] == {"prompt_n": 1, "cache_n": 159}

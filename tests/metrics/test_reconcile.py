@@ -4,8 +4,8 @@ counters are read in tests/suite/test_cold_prompts.py."""
 from __future__ import annotations
 
 from servetune.metrics.prometheus import parse
-from servetune.metrics.reconcile import ClientAccount, engine_account, reconcile
-from servetune.metrics.record import ErrorClass, RequestRecord
+from servetune.metrics.reconcile import ClientAccount, engine_account, reconcile, timings_account
+from servetune.metrics.record import EngineTimings, ErrorClass, RequestRecord
 
 
 def _vllm(prompt: int, hits: int, generated: int, finished: int) -> str:
@@ -116,3 +116,46 @@ def test_no_counters_or_a_restarted_engine_are_said_not_reconciled() -> None:
     assert not plain.checks and "not reconciled" in plain.notes[0]
     assert engine_account(parse(_vllm(5000, 0, 0, 9)), parse(_vllm(600, 0, 16, 1))) is None, "counters went back"
     assert engine_account(parse(_vllm(0, 0, 0, 0)), parse(_llamacpp(600, 0, 16))) is None, "another engine"
+
+
+def _timed(*prompts: tuple[int, int], output: int = 16) -> list[RequestRecord]:
+    """Records as llama.cpp answers them: usage, and its own timings (evaluated, cached) per request."""
+    return [
+        RequestRecord(
+            index=i,
+            sent_ns=i,
+            prompt_tokens=evaluated + cached,
+            output_tokens=output,
+            usage_output_tokens=output,
+            engine_timings=EngineTimings(prompt_n=evaluated, cache_n=cached, predicted_n=output, prompt_ms=9.0),
+        )
+        for i, (evaluated, cached) in enumerate(prompts)
+    ]
+
+
+def test_llama_cpp_timings_are_the_engines_account_without_metrics() -> None:
+    records = _timed((600, 0), (590, 10))
+    account = timings_account(records)
+    assert account is not None and account.source == "timings"
+    assert (account.prompt_tokens, account.evaluated_tokens, account.cached_tokens, account.output_tokens) == (
+        1200, 1190, 10, 32,
+    )  # fmt: skip
+    checked = reconcile(ClientAccount.of(records), account, "cold")
+    assert not checked.flagged and checked.source == "timings" and checked.evaluated_tokens == 1190
+    assert [c.name for c in checked.checks] == ["prompt_tokens", "output_tokens", "cached_tokens"]
+    assert any("per-response timings" in n for n in checked.notes)
+
+
+def test_a_warm_prompt_in_llama_cpp_timings_is_flagged_with_both_numbers() -> None:
+    records = _timed((88, 512))
+    checked = reconcile(ClientAccount.of(records), timings_account(records), "cold")
+    (flag,) = checked.flagged
+    assert (flag.name, flag.engine, flag.servetune) == ("cached_tokens", 512, 32)
+    assert "served 512 of 600" in flag.message and "evaluated 88" in flag.message
+
+
+def test_timings_count_only_when_every_answer_carries_them() -> None:
+    records = [*_timed((600, 0)), *_records(600)]
+    assert timings_account(records) is None
+    assert timings_account(_records(600)) is None
+    assert "not reconciled" in reconcile(ClientAccount.of(records), None, "cold").notes[0]

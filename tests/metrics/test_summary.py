@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from servetune.errors import ServetuneError
 from servetune.metrics.record import ErrorClass, RequestRecord
-from servetune.metrics.slo import Slos
+from servetune.metrics.slo import MAX_LATENCY_MS, Slos, parse_slos, slo_problem
 from servetune.metrics.summary import Stat, summarize
 
 MS = 1_000_000
@@ -93,6 +94,18 @@ def test_goodput_counts_requests_meeting_every_slo() -> None:
     assert s.good_requests == 1  # 1 misses ttft, 2 misses tpot (50 ms)
     assert s.goodput == pytest.approx(1 / 0.160)
     assert Slos.parse("ttft:100 tpot:20") == Slos(ttft_ms=100, tpot_ms=20)
+
+
+@pytest.mark.parametrize("value", ["1e308", "inf", "nan", "0", "-5", str(MAX_LATENCY_MS * 2)])
+def test_every_way_of_giving_a_latency_slo_has_one_bound(value: str) -> None:
+    """`deploy --slo ttft_p99_ms=1e308` and `--goodput ttft:inf` were accepted; an experiment's slos: were not."""
+    with pytest.raises(ServetuneError, match=r"bad --slo 'ttft_p99_ms="):
+        parse_slos([f"ttft_p99_ms={value}"])
+    with pytest.raises(ServetuneError, match=r"bad SLO"):
+        Slos.parse(f"ttft:{value}")
+    assert slo_problem("ttft_p99_ms", float(value)) is not None
+    assert parse_slos(["ttft_p99_ms=500", "error_rate=0.01"]) == {"ttft_p99_ms": 500.0, "error_rate": 0.01}
+    assert Slos.parse(f"ttft:{MAX_LATENCY_MS:.0f}").ttft_ms == MAX_LATENCY_MS
 
 
 def test_any_percentiles() -> None:

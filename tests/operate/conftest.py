@@ -74,9 +74,10 @@ class Serve:
         """Living processes of serve's session, nginx's group and every engine group it ever started."""
         groups = {self.proc.pid}
         for e in self.events:
-            for key in ("nginx_pid", "pid"):
-                if isinstance(e.get(key), int) and e["event"] in ("serving", "state", "died", "hung"):
-                    groups.add(e[key])
+            if isinstance(e.get("nginx_pid"), int):  # serving, nginx_restarted
+                groups.add(e["nginx_pid"])
+            if isinstance(e.get("pid"), int) and e["event"] in ("state", "died", "hung", "nginx_died"):
+                groups.add(e["pid"])
         return sorted({m.pid for g in groups for m in living(group_members(g))})
 
     def stop(self, timeout_s: float = 60) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.operate.deploy_checks import UNIT_KEYS, unit_lines, validate_compose, validate_kubernetes
 
 from servetune.cli.entry import main
 from servetune.engines.commands import EnvRef, container_launch
@@ -22,7 +23,7 @@ from servetune.engines.flagtable import ENGINES, table_for, versions
 from servetune.errors import ServetuneError
 from servetune.operate.deploy import DeployInputs, write_deployment
 from servetune.operate.deploy_args import TARGETS, parse_targets
-from servetune.secrets import Redactor, is_secret_flag, secret_texts
+from servetune.secrets import Redactor, is_secret_flag, redact_argv, secret_texts
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"
@@ -51,20 +52,6 @@ def _container(out: Path) -> dict:
     return dep["spec"]["template"]["spec"]["containers"][0]
 
 
-def validate_compose(path: Path) -> None:
-    import jsonschema
-
-    schema = json.loads((DATA / "compose-spec.json").read_text())
-    jsonschema.Draft7Validator(schema).validate(yaml.safe_load(path.read_text()))
-
-
-def validate_kubernetes(path: Path) -> None:
-    import kubernetes_validate
-
-    for doc in (d for d in yaml.safe_load_all(path.read_text()) if d):
-        kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
-
-
 def verify_unit(unit: Path, tmp_path: Path) -> None:
     """`systemd-analyze verify` of the unit, with its ExecStart program pointed at this checkout's servetune (the
     unit names /usr/local/bin/servetune, where an install puts it); a warning (an unknown key, a line without
@@ -78,37 +65,6 @@ def verify_unit(unit: Path, tmp_path: Path) -> None:
     proc = subprocess.run([tool, "verify", str(copy)], capture_output=True, text=True, timeout=60, check=False)
     said = [line for line in (proc.stdout + proc.stderr).splitlines() if str(copy) in line or "ignoring" in line]
     assert proc.returncode == 0 and not said, proc.stdout + proc.stderr
-
-
-def unit_lines(unit: Path) -> list[tuple[str, str]]:
-    """The (section, key) of every directive of a unit: what systemd will act on."""
-    found, section = [], ""
-    for line in unit.read_text().splitlines():
-        if not line.strip() or line.startswith(("#", ";")):
-            continue
-        if line.startswith("["):
-            section = line
-            continue
-        found.append((section, line.partition("=")[0]))
-    return found
-
-
-UNIT_KEYS = [
-    ("[Unit]", "Description"),
-    ("[Unit]", "After"),
-    ("[Unit]", "Wants"),
-    ("[Service]", "Type"),
-    ("[Service]", "User"),
-    ("[Service]", "WorkingDirectory"),
-    ("[Service]", "EnvironmentFile"),
-    ("[Service]", "ExecStart"),
-    ("[Service]", "KillSignal"),
-    ("[Service]", "KillMode"),
-    ("[Service]", "TimeoutStopSec"),
-    ("[Service]", "Restart"),
-    ("[Service]", "RestartSec"),
-    ("[Install]", "WantedBy"),
-]
 
 
 # ---- targets ----------------------------------------------------------------------------------------------------
@@ -130,6 +86,51 @@ def test_targets_take_a_comma_list_and_repeated_flags_alike(tmp_path: Path, caps
             main(["deploy", str(TINY_FOLDER), "--out", str(out), "--name", "tiny", *argv])
         assert done.value.code == 0, capsys.readouterr().err
         assert {p.name for p in out.iterdir()} == made
+
+
+def test_a_target_that_refuses_the_config_stops_every_target_before_a_file_is_written(tmp_path: Path, capsys) -> None:
+    """With the default --target all, an SGLang flag systemd cannot pass exited 2 with compose/ and kubernetes/
+    already written: a half deployment that looked whole."""
+    flags = {"ssl-keyfile-password": CANARY}
+    path = _config(tmp_path, {"engine": "sglang", "model": "/models/qwen", "version": "0.5.23", "flags": flags})
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as done:
+        main(["deploy", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "systemd target cannot pass" in err, err
+    assert not out.exists(), sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--gpu", "junk"], "unknown GPU 'junk'"),  # was written into the files as a GPU type
+        (["--gpu", "H200x0"], "GPU count in 'H200x0'"),
+        (["--gpu", "H200x100"], "100 GPUs per replica"),
+        (["--gpu", "H200x2", "--gpus", "4"], "--gpus says 4"),
+        (["--gpus", "0"], "--gpus: input should be greater than or equal to 1"),  # the args model's bound
+        (["--slo", "ttft_p99_ms=1e308"], "more than a day"),  # was accepted as an alert threshold
+        (["--slo", "ttft_p99_ms=nan"], "bad --slo"),
+        (["--slo", "ttft_p99=500"], "did you mean `ttft_p99_ms`"),
+    ],
+)
+def test_bad_gpu_and_slo_arguments_are_refused(argv: list[str], said: str, tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["deploy", str(TINY_FOLDER), "--out", str(tmp_path / "o"), *argv])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and said in err and "unexpectedly" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_gpu_count_of_gpu_is_the_replicas(tmp_path: Path, capsys) -> None:
+    """`--gpu H200x2` was taken as a GPU type named "H200x2" and the count left at the source's (1)."""
+    out = tmp_path / "o"
+    with pytest.raises(SystemExit) as done:
+        main(["deploy", str(TINY_FOLDER), "--out", str(out), "--gpu", "H200x2", "--target", "compose,kubernetes"])
+    assert done.value.code == 0, capsys.readouterr().err
+    (device,) = _engine(out)["deploy"]["resources"]["reservations"]["devices"]
+    assert device["count"] == 2 and _container(out)["resources"]["limits"] == {"nvidia.com/gpu": 2}
+    assert "H200x2" not in (out / "compose" / "compose.yaml").read_text()
 
 
 # ---- per engine -------------------------------------------------------------------------------------------------
@@ -266,6 +267,17 @@ def test_list_valued_and_dash_led_secrets_are_redacted_and_referenced(tmp_path: 
     assert first == "${VLLM_API_KEY:?set VLLM_API_KEY in the environment or .env}" and "VLLM_API_KEY_2" in second
     assert "VLLM_API_KEY=" in (out / "systemd" / "keys.env.example").read_text()
     assert "HF_TOKEN=" in (out / "systemd" / "keys.env.example").read_text()
+
+
+def test_a_command_line_is_redacted_by_the_same_rule() -> None:
+    """A serve's lock file says its command line: `-- --api-key K1 K2` (vLLM's list) and `--hf-token=T` are not
+    written in clear; numbers after `--max-num-batched-tokens` stay."""
+    argv = ["servetune", "serve", "--", "--api-key", "sk-a1b2", "sk-c3d4", "--enforce-eager", "--hf-token=hf_x1"]
+    argv += ["--max-num-batched-tokens", "8192"]
+    assert redact_argv(argv) == [
+        "servetune", "serve", "--", "--api-key", "<redacted>", "<redacted>", "--enforce-eager", "--hf-token=<redacted>",
+        "--max-num-batched-tokens", "8192",
+    ]  # fmt: skip
 
 
 def test_an_alias_of_a_secret_flag_is_a_secret_too(tmp_path: Path) -> None:

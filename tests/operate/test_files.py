@@ -249,6 +249,29 @@ def test_bad_serve_options_are_clear_errors(values: dict, word: str, tmp_path: P
     assert word in info.value.problem and info.value.fix
 
 
+def _numeric_fields() -> list[tuple[str, type]]:
+    from servetune.operate.serve_options import ServeArgs
+
+    out = []
+    for name, field in ServeArgs.model_fields.items():
+        kinds = {a for a in getattr(field.annotation, "__args__", (field.annotation,)) if a is not type(None)}
+        if kinds & {int, float}:
+            out.append((name, int if int in kinds else float))
+    return out
+
+
+@pytest.mark.parametrize(("name", "kind"), _numeric_fields())
+def test_every_numeric_serve_option_has_an_upper_bound(name: str, kind: type, tmp_path: Path) -> None:
+    """`--liveness-period 1e300` was accepted and killed the liveness thread (OverflowError: serve ran unwatched);
+    `--drain 1e300` made nginx refuse its own config. A huge value of any number is refused, naming it."""
+    from servetune.operate.serve_options import ServeArgs
+
+    huge = 10**18 if kind is int else 1e300
+    with pytest.raises(ServetuneError) as info:
+        ServeArgs.build(run_dir=tmp_path, **{name: huge})
+    assert f"{name}: input should be less than" in info.value.problem and info.value.fix
+
+
 def test_bad_sources_are_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00garbage")
     (tmp_path / "list.yaml").write_text("[1, 2]")

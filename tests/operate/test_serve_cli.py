@@ -102,6 +102,10 @@ def test_the_documented_switch_command_runs_in_the_default_relative_run_dir_and_
         (["--port", "70000"], "--port: input should be less than or equal to 65535"),
         (["--crash-loop", "0"], "--crash-loop: input should be greater than or equal to 1"),
         (["--drain", "-5"], "--drain: input should be greater than or equal to 0"),
+        (["--drain", "1e300"], "--drain: input should be less than or equal to 86400"),
+        (["--liveness-period", "1e300"], "--liveness-period: input should be less than or equal to 3600"),
+        (["--backoff-max", "1e300"], "--backoff-max: input should be less than or equal to 3600"),
+        (["--give-up", "0"], "--give-up: input should be greater than or equal to 1"),
         (["--switch", "new.yaml", "config.yaml"], "--switch asks the serve running in"),
         (["--switch", "new.yaml", "--engine", "llamacpp"], "it takes no --engine"),
     ],
@@ -118,3 +122,33 @@ def test_a_switch_with_no_serve_running_names_the_run_dir(tmp_path: Path) -> Non
     done = _servetune("serve", "--run-dir", "elsewhere", "--switch", "new.yaml", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert f"no running `servetune serve` in {tmp_path / 'elsewhere'}" in done.stderr
+
+
+@pytest.mark.engine
+def test_a_second_serve_in_the_same_run_dir_is_refused_naming_the_first(serve, tmp_path: Path) -> None:
+    """Two serves shared one --run-dir: the second overwrote serve.json and control.token, and once it stopped the
+    first kept serving with no way to --switch it. The run folder is locked before any file is written."""
+    pytest.importorskip("xllamacpp")
+    first = serve("--engine", "llamacpp", "--model", "tiny", "--", *FLAGS)
+    first.wait_ready()
+    state = (first.run_dir / "serve.json").read_text()
+    token = (first.run_dir / "control.token").read_text()
+    events = (first.run_dir / "events.jsonl").read_text()
+    second = _servetune(
+        "serve", "--run-dir", str(first.run_dir), "--engine", "llamacpp", "--model", "tiny", "--", *FLAGS, cwd=tmp_path
+    )
+    assert second.returncode == 2, second.stderr
+    said = second.stderr
+    assert f"the run folder {first.run_dir} is in use by servetune serve pid {first.proc.pid}" in said, said
+    assert f"with its proxy at {first.url}" in said and f"kill -TERM {first.proc.pid}" in said and "--switch" in said
+    assert "Traceback" not in said and "fix:" in said
+    # nothing of the first was touched, and it still answers
+    assert (first.run_dir / "serve.json").read_text() == state
+    assert (first.run_dir / "control.token").read_text() == token
+    assert (first.run_dir / "events.jsonl").read_text() == events
+    assert json.load(urllib.request.urlopen(first.state["control_url"] + "/readyz", timeout=5)) == {"ready": True}
+    assert first.stop() == 0
+    import fcntl
+
+    with open(first.run_dir / "serve.lock") as handle:  # released at the stop
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -233,3 +234,161 @@ def test_long_prompts_reach_only_the_dedicated_upstream(serve, tmp_path: Path) -
     pools = [(r[6], r[7]) for r in _access_log(s.run_dir) if '"POST' in " ".join(r)]
     assert sorted({p for _, p in pools}) == ["long", "main"]
     assert all((int(cl) > 2000) == (pool == "long") for cl, pool in pools)
+
+
+def _readyz(control_url: str) -> int:
+    try:
+        return urllib.request.urlopen(control_url + "/readyz", timeout=5).status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_nginx_kill_9_under_load_is_noticed_restarted_and_service_restored(serve) -> None:
+    """nginx killed (its whole group, SIGKILL) under an open-loop load: the supervisor notices, starts it again
+    with the current config, and the requests sent once it is back are answered; a later engine death is then
+    handled as usual (it used to end serve with "nginx is not running")."""
+    s = serve("--engine", "llamacpp", "--model", "tiny", *FAST, "--", *FLAGS)
+    ready = s.wait_ready()
+    nginx_pid = s.wait_event(lambda e: e["event"] == "serving")["nginx_pid"]
+    killed_at: list[float] = []
+
+    async def load_and_kill() -> openloop.LoadResult:
+        task = asyncio.create_task(openloop.run(s.url, rate=20, duration_s=10, model=MODEL, timeout_s=20))
+        await asyncio.sleep(3)
+        killed_at.extend((time.monotonic(), time.time()))
+        os.killpg(nginx_pid, signal.SIGKILL)
+        return await task
+
+    result = asyncio.run(load_and_kill())
+    kill_mono, kill_wall = killed_at
+    died = s.wait_event(lambda e: e["event"] == "nginx_died")
+    back = s.wait_event(lambda e: e["event"] == "nginx_restarted")
+    assert died["pid"] == nginx_pid and died["cause"] == "killed_by_SIGKILL" and died["exit_code"] == -9
+    assert back["nginx_pid"] != nginx_pid and back["proxy_url"] == s.url
+    recover_s = back["t"] - kill_wall
+    assert recover_s < 10, recover_s
+    failed = result.of("refused") + result.of("broken")
+    answered_after = [o for o in result.of("answered") if o.sent > kill_mono]
+    assert answered_after, "no request was answered after the kill"
+    # what failed was sent before nginx was back (plus a tick's margin); everything sent later was answered
+    back_mono = kill_mono + recover_s
+    late = [o for o in failed if o.sent > back_mono + 0.5]
+    assert not late, [(o.sent - kill_mono, o.kind, o.detail) for o in late]
+    first_ok = min(o.sent for o in answered_after) - kill_mono
+    assert _readyz(s.state["control_url"]) == 200
+    told = s.output()
+    assert f"nginx pid {nginx_pid} died: killed_by_SIGKILL" in told and "nginx back after" in told, told
+    # the next engine event finds a running nginx: an engine kill is restarted as ever
+    os.killpg(ready["pid"], signal.SIGKILL)
+    engine_died = s.wait_event(lambda e: e["event"] == "died")
+    s.wait_ready(after=s.events.index(engine_died))
+    assert s.proc.poll() is None
+    print(
+        f"\nnginx kill -9 at 20 req/s: {len(result.outcomes)} sent, {len(failed)} failed "
+        f"({len(result.of('refused'))} refused, {len(result.of('broken'))} broken); nginx back after "
+        f"{recover_s:.3f} s (down_s {back['down_s']}); first answered request sent {first_ok:.3f} s after the kill"
+    )
+
+
+def test_readyz_says_not_ready_while_nginx_cannot_start_again(serve) -> None:
+    """While nginx is dead and cannot start again (another program took its port), /readyz answers 503 and the
+    terminal says why; once the port is free nginx is back and /readyz answers 200."""
+    import socket
+
+    s = serve("--engine", "llamacpp", "--model", "tiny", "--backoff-base", "0.5", "--backoff-max", "2", "--", *FLAGS)
+    s.wait_ready()
+    nginx_pid = s.wait_event(lambda e: e["event"] == "serving")["nginx_pid"]
+    port = int(s.url.rpartition(":")[2])
+    control = s.state["control_url"]
+    assert _readyz(control) == 200
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    os.kill(s.proc.pid, signal.SIGSTOP)  # no race: serve notices only once the port is taken
+    try:
+        os.killpg(nginx_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                squatter.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "nginx's port was not released"
+                time.sleep(0.05)
+        squatter.listen()
+    finally:
+        os.kill(s.proc.pid, signal.SIGCONT)
+    try:
+        s.wait_event(lambda e: e["event"] == "nginx_died")
+        failed = s.wait_event(lambda e: e["event"] == "nginx_restart_failed", timeout_s=30)
+        assert "Address already in use" in failed["reason"], failed
+        assert _readyz(control) == 503
+        status = json.load(urllib.request.urlopen(control + "/status", timeout=5))
+        assert status["proxy_up"] is False and status["roles"]["main"]["state"] == "ready"
+        metrics = urllib.request.urlopen(control + "/metrics", timeout=5).read().decode()
+        assert "servetune_proxy_up 0.0" in metrics
+        assert 'servetune_proxy_restarts_total{cause="killed_by_SIGKILL"} 1.0' in metrics
+    finally:
+        squatter.close()
+    back = s.wait_event(lambda e: e["event"] == "nginx_restarted", timeout_s=30)
+    assert back["attempts"] >= 2
+    assert _readyz(control) == 200
+    body = json.dumps({"model": MODEL, "prompt": "hi", "max_tokens": 2}).encode()
+    req = urllib.request.Request(s.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    assert json.load(urllib.request.urlopen(req, timeout=10))["choices"]
+    assert "nginx did not start again (attempt 1)" in s.output()
+
+
+def _stopped_on_its_own(s, timeout_s: float = 90) -> tuple[dict, str]:
+    """serve's exit code 1, its gave_up event and what the terminal was told; no process left."""
+    assert s.proc.wait(timeout=timeout_s) == 1, s.output()
+    gave_up = [e for e in s.events if e["event"] == "gave_up"]
+    assert len(gave_up) == 1, s.events
+    assert s.events[-1]["event"] == "stopped" and s.events[-1]["clean"] is True
+    assert not s.leftovers()
+    return gave_up[0], s.output()
+
+
+def test_a_model_no_restart_can_cure_stops_serve_with_the_reason(serve, tmp_path: Path) -> None:
+    """A missing model was retried forever, told as `(log None)`: now one start, then serve stops (exit 1)."""
+    missing = tmp_path / "missing.gguf"
+    s = serve("--engine", "llamacpp", "--model", str(missing), *FAST, "--", *FLAGS)
+    gave_up, told = _stopped_on_its_own(s)
+    assert gave_up["part"] == "main" and gave_up["cause"] == "model_missing" and gave_up["exit_code"] == 1
+    assert [e["event"] for e in s.events].count("start_failed") == 1
+    assert "main gave up: its config failed to start with model_missing, which a restart cannot cure" in told
+    assert f"the GGUF file {missing} does not exist" in told and "servetune serve stops (exit 1)" in told
+    assert "log None" not in told and "no log: no engine process was started" in told
+    assert "no process left" in told
+
+
+def test_failed_starts_in_a_row_give_up_after_the_bound(serve) -> None:
+    """An engine that never becomes ready (here: a startup timeout no start can meet) is started --give-up times,
+    with the backoff between, and serve then stops with the reason and the engine's log."""
+    s = serve(
+        "--engine", "llamacpp", "--model", "tiny", "--startup-timeout", "0.05", "--give-up", "3",
+        "--backoff-base", "0.1", "--", *FLAGS,
+    )  # fmt: skip
+    gave_up, told = _stopped_on_its_own(s)
+    failed = [e for e in s.events if e["event"] == "start_failed"]
+    assert [e["failed_starts"] for e in failed] == [1, 2, 3] and {e["cause"] for e in failed} == {"startup_timeout"}
+    assert [e["delay_s"] for e in s.events if e["event"] == "state" and e["state"] == "backoff"] == [0.1, 0.2]
+    assert gave_up["cause"] == "startup_timeout" and gave_up["log"] == failed[-1]["log"]
+    assert Path(gave_up["log"]).is_file()
+    assert "main gave up after 3 failed starts in a row of its config (the last: startup_timeout)" in told
+    assert f"log {gave_up['log']}" in told
+
+
+def test_a_fallback_that_fails_too_stops_serve(serve, tmp_path: Path) -> None:
+    """The main config cannot start (its model is missing): the fallback is tried at once; when it cannot start
+    either, serve stops instead of looping over it."""
+    fallback = tmp_path / "fallback.yaml"
+    fallback.write_text(yaml.safe_dump({"engine": "llamacpp", "model": str(tmp_path / "also-missing.gguf")}))
+    s = serve(
+        "--engine", "llamacpp", "--model", str(tmp_path / "missing.gguf"), "--fallback", str(fallback), *FAST,
+        "--", *FLAGS,
+    )  # fmt: skip
+    gave_up, told = _stopped_on_its_own(s)
+    fb = next(e for e in s.events if e["event"] == "fallback")
+    assert fb["why"] == "model_missing: a restart of the same config cannot cure it"
+    assert "also-missing.gguf" in gave_up["excerpt"]
+    assert "main gave up: its fallback config failed to start with model_missing" in told

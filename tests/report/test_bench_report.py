@@ -87,8 +87,10 @@ def test_bench_report_in_chromium_at_1280px(bench_folder: Path) -> None:
         assert "failed" in warnings["text"] and "ITL approximated" in warnings["text"]
         (table,) = boxes(loop, page, "#runs")
         assert table["right"] <= 1280, "the runs table fits the width"
-        rows = boxes(loop, page, "#runs tr")
-        assert len(rows) == 1 + 3 + 1 + 2  # header, the sweep's three levels, the flaky run, two imported runs
+        rows = boxes(loop, page, "#runs tr.run")
+        assert len(rows) == 3 + 1 + 2  # the sweep's three levels, the flaky run, two imported runs
+        shapes = [b["text"] for b in boxes(loop, page, "#runs tr.shape")]
+        assert shapes == ["concurrency sweep: mix-sweep (servetune bench)", "single runs"], shapes
         charts = boxes(loop, page, "svg")
         titles = {c["label"] for c in charts}
         for title in ("TTFT distribution", "TPOT distribution", "ITL distribution", "E2EL distribution",

@@ -5,6 +5,7 @@ visible where), with a screenshot in the test output; and the terminal summary f
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from servetune.report.terminal import decision_lines, outcome_lines
 from servetune.tune.results.rank import Edge, Ranking, edges, rank
 from servetune.tune.results.recommend import recommend
 from servetune.tune.results.result import RunResult, VariantRecord
-from servetune.tune.schema.experiment import RankingSpec
+from servetune.tune.schema.experiment import Experiment, RankingSpec
 
 
 def with_a_tradeoff(items: list[VariantRecord]) -> list[VariantRecord]:
@@ -85,7 +86,12 @@ def test_the_decision_is_the_winner_against_the_baseline_by_the_rankings_rule(ra
     assert ranked.winner is not None and ranked.winner.record.variant.name == "A1-bf16-kv"
     assert text.startswith("Decision: A1-bf16-kv (kv-cache-dtype=auto)") and "for the baseline A0" in text
     d = ranked.winner.deltas[("decode_speed", "output_tok_s")]
-    assert d.significant and f"+{d.pct:.0f}% ± " in text and "outside the noise" in text and "3 and 3 repeats" in text
+    assert (
+        d.significant
+        and "+20.3% ± 2.1% (95% interval" in text
+        and "outside the noise" in text
+        and "3 and 3 repeats" in text
+    )
     exp = experiment()
     strict = rank(exp.model_copy(update={"ranking": RankingSpec(min_effect_pct=80.0)}), with_a_tradeoff(records()))
     kept = " ".join(" ".join(decision_lines(strict, 100)).split())
@@ -138,7 +144,15 @@ def scaled(items: list[VariantRecord], name: str, factor: float) -> list[Variant
     return out
 
 
-def test_the_decision_says_tie_when_the_ranking_does() -> None:
+def _files(exp: Experiment, ranked: Ranking, out: Path) -> dict[str, str]:
+    """recommendation.txt, summary.md and report.html of a ranking, as text (the HTML unescaped, one line)."""
+    paths = write_reports(out, exp, ranked, recommend(exp, ranked), {})
+    texts = {kind: paths[kind].read_text() for kind in ("recommendation", "markdown", "html")}
+    texts["html"] = html.unescape(texts["html"])
+    return texts
+
+
+def test_the_decision_says_tie_when_the_ranking_does(tmp_path: Path) -> None:
     """A1 (85 tok/s) and B2 (86 tok/s, with the headroom to meet its SLO) tie; A1 wins as the cheaper: the screen
     says "a tie" with both figures and the interval before the gain over the baseline."""
     exp = experiment()
@@ -168,9 +182,17 @@ def test_the_decision_says_tie_when_the_ranking_does() -> None:
     assert "edge of the range" not in text, "kv-cache-dtype is not a number"
     table = "\n".join(outcome_lines(ranked, {}, width=100))
     assert "meets SLOs (tie with ★)" in table
+    tie = re.search(r"a tie with B2-util-0\.94 \(.*?threshold", text)
+    assert tie is not None
+    files = _files(exp, ranked, tmp_path)
+    for kind, written in files.items():
+        assert f"A1-bf16-kv is {tie.group(0)}." in written, kind  # the screen's words, from the one rule
+    assert files["recommendation"].splitlines()[1].startswith("# tie: A1-bf16-kv is a tie with B2-util-0.94 (")
+    terminal = "\n".join(outcome_lines(ranked, {"recommendation": tmp_path / "recommendation.txt"}, width=100))
+    assert terminal.count("a tie with B2-util-0.94") == 1, "the screen says it once, in the decision"
 
 
-def test_the_decision_says_when_the_best_is_at_the_edge_of_the_range_tried() -> None:
+def test_the_decision_says_when_the_best_is_at_the_edge_of_the_range_tried(tmp_path: Path) -> None:
     """max-num-seqs 1, 2 (the baseline) and 3 were tried: the winner at 3 is at the largest, at 1 at the smallest."""
     exp = experiment()
     items = [r for r in records() if r.variant.name in {"A0", "A2-no-mtp", "D1-same"}]
@@ -178,7 +200,11 @@ def test_the_decision_says_when_the_best_is_at_the_edge_of_the_range_tried() -> 
     assert top.winner is not None and top.winner.record.variant.name == "D1-same"
     assert edges(top) == [Edge("max-num-seqs", 3.0, "largest", [1.0, 2.0, 3.0])]
     text = " ".join(" ".join(decision_lines(top, 100)).split())
-    assert "The best is at the edge of the range tried: max-num-seqs=3 is the largest value tried (1, 2, 3)" in text
+    edge = "The best is at the edge of the range tried: max-num-seqs=3 is the largest value tried (1, 2, 3)"
+    assert edge in text
+    for kind, written in _files(exp, top, tmp_path).items():
+        assert edge in written, kind  # recommendation.txt, summary.md and report.html, from `rank.edges`
+    assert f"# edge: {edge}" in (tmp_path / "recommendation.txt").read_text()
     bottom = rank(exp, scaled(items, "A2-no-mtp", 2.0))
     assert [e.side for e in edges(bottom)] == ["smallest"]
     middle = rank(exp, scaled(scaled(items, "A2-no-mtp", 1.2), "D1-same", 1.0))

@@ -114,12 +114,20 @@ async def test_metrics_use_vllm_names_and_count_prefix_hits(client) -> None:
         "vllm:time_to_first_token_seconds_count",
         "vllm:inter_token_latency_seconds_sum",
         "vllm:e2e_request_latency_seconds_count",
+        "vllm:request_queue_time_seconds_count",
+        "vllm:request_prefill_time_seconds_count",
+        "vllm:request_decode_time_seconds_sum",
+        "vllm:request_inference_time_seconds_sum",
+        "vllm:iteration_tokens_total_count",
     ):
         assert name in values, name
     assert values["vllm:prompt_tokens_total"] == 4000
     assert values["vllm:generation_tokens_total"] == 4
     assert values["vllm:prefix_cache_queries_total"] == 4000
     assert values["vllm:prefix_cache_hits_total"] == 1568
+    assert values["vllm:request_prefill_time_seconds_count"] == 2
+    # vLLM's iteration tokens: each prompt's computed tokens in its first token's iteration, then the tokens made
+    assert values["vllm:iteration_tokens_total_sum"] == 2000 + (2000 - 1568) + 4
 
 
 async def test_speculative_chunks_and_counters() -> None:

@@ -73,6 +73,10 @@ def test_estimates_prune_the_matrix_and_sim_time_is_reported(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = {r["variant"]: r for r in csv.DictReader((out / "summary.csv").open())}
+    confirmed = {name for name in rows if name.endswith(" (confirm)")}
+    assert confirmed == {"R2-A0 (confirm)", "R2-A4-mtp4 (confirm)"}, "a pruned run re-measures its finalists"
+    assert all(rows[name]["status"] == "meets SLOs" for name in confirmed)
+    rows = {name: row for name, row in rows.items() if name not in confirmed}
     assert set(rows) == {"R2-A0", "R2-A2-no-mtp", "R2-A3-bf16-no-mtp", "R2-A4-mtp4"}
     estimated = {name for name, r in rows.items() if r["estimated_only"] == "yes"}
     assert estimated == {"R2-A2-no-mtp", "R2-A3-bf16-no-mtp"}, "MTP x4 is predicted best: the no-MTP ones are pruned"

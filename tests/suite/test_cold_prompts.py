@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from servetune.engines.config import EngineConfig
+from servetune.engines.launch import launch
 from servetune.load.backend import Backend, ClientSpec, LiveBackend
 from servetune.load.prompts import RequestFactory
 from servetune.load.tokens import LocalTokenizer
@@ -183,7 +188,7 @@ def test_prefix_reuse_shares_only_its_own_prefix_on_the_simulator() -> None:
 
 
 class _Uncounted(SimBackend):
-    """The simulator without its /metrics, as llama.cpp runs without --metrics."""
+    """The simulator without its /metrics: an engine with neither counters nor per-response timings."""
 
     async def scrape(self) -> MetricsSnapshot | None:
         return None
@@ -194,3 +199,50 @@ def test_an_engine_without_counters_is_said_not_reconciled_and_not_judged() -> N
     result = _probe(ProbeContext(_Uncounted(deployment_for_config(config))), "long_prefill", prompt_tokens=2000)
     assert result.ok and result.reconciliation is not None and not result.reconciliation.checks
     assert "not reconciled" in result.reconciliation.notes[0]
+
+
+@pytest.fixture(scope="module")
+def llama_without_metrics(tiny_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """llama.cpp as it starts by default: no --metrics, so its per-response timings are its only account."""
+    cfg = EngineConfig(
+        engine="llamacpp",
+        model=str(tiny_model.gguf_path),
+        served_model_name=tiny_model.served_name,
+        flags={"ctx-size": 8192, "parallel": 4},
+    )
+    engine = launch(cfg, log_dir=Path(tmp_path_factory.mktemp("llama-no-metrics")), startup_timeout_s=120)
+    try:
+        yield engine
+    finally:
+        report = engine.stop()
+        assert report is not None and report.clean, f"engine left processes behind: {report}"
+
+
+@pytest.mark.engine
+def test_long_prefill_is_reconciled_by_llama_cpp_timings_without_metrics(
+    llama_without_metrics: Any, tiny_model: Any
+) -> None:
+    """Without --metrics a llama.cpp run was "not reconciled" and still ok; its answers' timings now prove each
+    long_prefill cold (evaluated = requested), across variants and repeats, in the suite's order."""
+    backend = _live(llama_without_metrics, tiny_model)
+    assert asyncio.run(backend.scrape()) is None, "no /metrics"
+    for variant in ("baseline", "two-slots"):
+        for repeat in range(2):
+            ctx = ProbeContext(backend, seed=_seed(variant, repeat))
+            accept = _probe(ctx, "acceptance", long_context_tokens=ACCEPT_TOKENS)
+            assert accept.figures["passed"] == 1.0, accept.notes
+            prefill = _probe(ctx, "long_prefill", prompt_tokens=PREFILL_TOKENS, max_tokens=4)
+            checked = prefill.reconciliation
+            assert checked is not None and checked.source == "timings", checked
+            requested = prefill.figures["prompt_tokens"]
+            print(f"{variant}/{repeat}: requested {requested:.0f}, evaluated {checked.evaluated_tokens:.0f}")
+            assert prefill.ok and not checked.flagged, prefill.warnings
+            assert checked.evaluated_tokens == requested, "every prompt token evaluated, by llama.cpp's own timings"
+            assert {c.name for c in checked.checks} == {"prompt_tokens", "output_tokens", "cached_tokens"}
+
+
+@pytest.mark.engine
+def test_a_warm_prefill_is_flagged_by_llama_cpp_timings_without_metrics(
+    llama_without_metrics: Any, tiny_model: Any
+) -> None:
+    _warm_prefill_is_flagged(_live(llama_without_metrics, tiny_model), PREFILL_TOKENS)

@@ -113,6 +113,15 @@ def test_executor_keys_and_options() -> None:
         with_executor(exp, kind="local", gpus="0")
 
 
+@pytest.mark.parametrize("address", ["garbage", "", "h:0", "h:99999", "10.0.0.1", "a b:1", "http://h:6379"])
+def test_a_ray_address_ray_cannot_join_is_refused_by_the_check(address: str) -> None:
+    """`executor: {kind: ray, address: garbage}` passed `tune --check`; Ray refused it only once the run started."""
+    with pytest.raises(ValueError, match="address must be a Ray cluster's HOST:PORT"):
+        ExecutorSpec.model_validate({"kind": "ray", "address": address})
+    for good in ("auto", "10.0.0.1:6379", "head-node:6379", "ray://10.0.0.1:10001", "[::1]:6379"):
+        assert ExecutorSpec.model_validate({"kind": "ray", "address": good}).address == good
+
+
 def test_gpu_ids_that_cuda_visible_devices_cannot_take_are_refused(tmp_path: Path) -> None:
     exp = parse_experiment(TP.format(tp=1))
     assert with_executor(exp, kind="local-gpus", gpus="GPU-5e1a-77,MIG-9f/1/0").executor.gpus == (

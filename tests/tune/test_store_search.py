@@ -90,3 +90,15 @@ def test_search_budget_and_replay() -> None:
     assert point is not None
     session.tell(point, None, gpu_minutes=2.0)  # a failed trial still spends its budget
     assert session.exhausted() and session.ask() is None
+
+
+def test_a_locked_experiment_folder_refuses_a_second_run_naming_the_holder(tmp_path: Path) -> None:
+    first = Store(tmp_path / "servetune.db")
+    first.lock()
+    second = Store(tmp_path / "servetune.db")
+    with pytest.raises(ServetuneError) as refused:
+        second.lock()
+    assert f"{tmp_path} is in use by servetune pid " in refused.value.problem and "--out" in str(refused.value.fix)
+    first.close()
+    second.lock()  # released at close
+    second.close()

@@ -53,6 +53,14 @@ class EngineFacts(BaseModel):
     """... and E (their difference × the GPU's memory is the CUDA-graph estimate vLLM subtracted)."""
     capacity_lines: list[str] | None = None
     """vLLM's own "GPU KV cache size" / "Maximum concurrency" lines, verbatim (the planner reproduces them)."""
+    kv_cache_dtype: str | None = None
+    """From vLLM's engine config line (`kv_cache_dtype=fp8`): the KV dtype it runs with."""
+    enable_prefix_caching: bool | None = None
+    """From vLLM's engine config line (`enable_prefix_caching=False`)."""
+    enable_chunked_prefill: bool | None = None
+    """From vLLM's engine config line (`enable_chunked_prefill=True`)."""
+    engine_config_line: str | None = None
+    """vLLM's "Initializing a V1 LLM engine ... with config: ..." line, verbatim (the proof of the values above)."""
     # llama.cpp
     n_ctx: int | None = None
     n_ctx_per_slot: int | None = None

@@ -31,7 +31,12 @@ FailureClass = Literal[
     "startup_timeout",
     "died_under_load",
     "engine_hung",
+    "flag_not_applied",
 ]
+
+RESTART_CANNOT_CURE: frozenset[str] = frozenset({"model_missing", "invalid_flag", "unsupported_model"})
+"""Failures of the config itself (its model, its flags): the same config fails the same way however often it is
+started again, so a supervisor falls back or stops instead of retrying it."""
 
 
 class FailureInfo(BaseModel):

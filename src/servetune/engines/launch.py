@@ -35,6 +35,9 @@ POLL_S = 0.02
 DEFAULT_GRACE_S = 10.0
 PROBE_TIMEOUTS = ControlTimeouts(connect_s=2.0, total_s=2.0)
 """Each readiness probe: a starting engine that takes longer than this to answer is not ready yet."""
+EXIT_SETTLE_S = 5.0
+"""After the engine's leader exited, how long its other processes (vLLM's engine cores, a launcher's child) may take
+to write their last words and exit on their own before they are stopped and the log is read."""
 
 
 class RunningEngine:
@@ -245,20 +248,9 @@ async def _wait_ready(
     async with ControlClient(base_url, api_key=cfg.api_key, timeouts=PROBE_TIMEOUTS) as client:
         while True:
             report_progress()
-            code = group.poll()
-            if code is not None:
-                report_progress()
-                text = read_text(group.log_path)
-                raise EngineLaunchError(
-                    _failure(
-                        "exited_early",
-                        text,
-                        adapter,
-                        f"The engine exited (code {code}) before it was ready; the log's last lines say why.",
-                        code,
-                    ),
-                    str(group.log_path),
-                )
+            if group.poll() is not None:
+                await asyncio.to_thread(group.wait_gone, EXIT_SETTLE_S)
+                raise _exited(adapter, group)
             p = await probe(client)
             if p.ready_for(cfg.name):
                 report_progress()
@@ -266,25 +258,52 @@ async def _wait_ready(
             if p.names:
                 last_models = p.names
             if time.monotonic() >= deadline:
-                text = read_text(group.log_path)
                 serving = (
                     f" It is up but lists {list(last_models)} instead of {cfg.name!r}: check --served-model-name."
                     if last_models
                     else ""
                 )
-                found = classify_log(text, adapter.failure_patterns())
-                if found is not None:
-                    raise EngineLaunchError(found, str(group.log_path))
-                raise EngineLaunchError(
-                    FailureInfo(
-                        klass="startup_timeout",
-                        excerpt=tail_excerpt(text),
-                        hint=f"Not ready after {timeout_s:g} s.{serving} Raise the startup timeout for big models, "
-                        "or read the log for where it got stuck.",
-                    ),
-                    str(group.log_path),
-                )
+                raise await asyncio.to_thread(_timed_out, adapter, group, timeout_s, serving)
             await asyncio.sleep(POLL_S)
+
+
+def _exited(adapter: EngineAdapter, group: ProcessGroup) -> EngineLaunchError:
+    """The failure of an engine that exited before it was ready, read from its whole log: the group is stopped
+    first (whatever of it had not exited by itself), so no process of it is still writing the line that names
+    the cause."""
+    report = group.stop(grace_s=DEFAULT_GRACE_S)
+    code = report.exit_code if report.exit_code is not None else group.poll()
+    failure = _failure(
+        "exited_early",
+        read_text(group.log_path),
+        adapter,
+        f"The engine exited (code {code}) before it was ready; the log's last lines say why.",
+        code,
+    )
+    return EngineLaunchError(failure, str(group.log_path))
+
+
+def _timed_out(adapter: EngineAdapter, group: ProcessGroup, timeout_s: float, serving: str) -> EngineLaunchError:
+    """The failure of an engine not ready by its deadline, read from its whole log once the group is stopped (a log
+    read while the engine runs may end mid-sentence, before the line that names the cause). An engine that
+    exited on its own meanwhile failed as one that exited; one the stop ended failed to start in time, unless its
+    log proves a cause."""
+    report = group.stop(grace_s=DEFAULT_GRACE_S)
+    if report.already_exited:
+        return _exited(adapter, group)
+    text = read_text(group.log_path)
+    found = classify_log(text, adapter.failure_patterns())
+    if found is not None:
+        return EngineLaunchError(found, str(group.log_path))
+    return EngineLaunchError(
+        FailureInfo(
+            klass="startup_timeout",
+            excerpt=tail_excerpt(text),
+            hint=f"Not ready after {timeout_s:g} s.{serving} Raise the startup timeout for big models, "
+            "or read the log for where it got stuck.",
+        ),
+        str(group.log_path),
+    )
 
 
 def attach(base_url: str, model: str, *, timeout_s: float = 10.0) -> RunningEngine:

@@ -18,10 +18,14 @@ from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern, pattern
 from servetune.errors import ServetuneError
 
+LAUNCHER_PREFIX = "servetune-llamacpp:"
+"""The xllamacpp launcher's own lines (`engines/llamacpp_server.py`): what it was asked, not what llama.cpp did."""
+
 _R = {
     name: re.compile(rx, re.MULTILINE)
     for name, rx in {
         "slots": r"initializing, n_slots = (\d+), n_ctx_slot = (\d+)",
+        "unified": r"initializing, n_slots = \d+, n_ctx_slot = \d+, kv_unified = '(true|false)'",
         "slots_old": r"new slot,? n_ctx_slot = (\d+)",
         "n_slots_old": r"initializing slots, n_slots = (\d+)",
         "n_ctx": r"(?:llama_context: |\b)n_ctx\s*=\s*(\d+)",
@@ -129,16 +133,22 @@ class LlamaCppAdapter(EngineAdapter):
 
 
 def parse_llamacpp_log(text: str) -> EngineFacts:
-    """Slots, context per slot and batch sizes from a llama-server (or launcher) log."""
+    """Slots, context per slot and batch sizes from a llama-server (or launcher) log. The context is llama.cpp's
+    own (its `llama_context: n_ctx` line, else its slots times the context of each, or one slot's when the KV cache
+    is unified), never the launcher's echo of what it was asked: llama.cpp pads a context to a multiple of 256
+    (`-c 1000` runs with 1024). The batch sizes fall back to that echo when llama.cpp does not log them
+    (xllamacpp), so they are what it was given there."""
+    own = "\n".join(line for line in text.splitlines() if not line.startswith(LAUNCHER_PREFIX))
     slots = _R["slots"].findall(text)
     n_slots = int(slots[-1][0]) if slots else last_int(_R["n_slots_old"], text)
     per_slot = int(slots[-1][1]) if slots else last_int(_R["slots_old"], text)
     xll = _R["version_xll"].findall(text)
     build = _R["version_build"].findall(text)
     version = f"xllamacpp-{xll[-1]}" if xll else (f"b{build[-1]}" if build and build[-1] != "0" else None)
-    n_ctx = last_int(_R["n_ctx"], text)
+    n_ctx = last_int(_R["n_ctx"], own)
     if n_ctx is None and n_slots and per_slot:
-        n_ctx = n_slots * per_slot
+        unified = _R["unified"].findall(text)
+        n_ctx = per_slot if unified and unified[-1] == "true" else n_slots * per_slot
     return EngineFacts(
         engine="llamacpp",
         version=version,

@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import Any
 
-PREFIX = "servetune-llamacpp:"
+from servetune.engines.llamacpp import LAUNCHER_PREFIX as PREFIX
 
 _FLASH = {
     "on": "LLAMA_FLASH_ATTN_TYPE_ENABLED",

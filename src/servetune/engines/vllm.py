@@ -47,6 +47,10 @@ _R = {
         "equivalent": r"current --gpu-memory-utilization=([\d.]+) is equivalent to --gpu-memory-utilization=([\d.]+)",
         "capacity_line": r"(?:GPU|CPU|XPU|TPU) KV cache size: [\d,]+ tokens(?:, Maximum concurrency[^\n]*x)?",
         "concurrency_line": r"Maximum concurrency for [\d,]+ tokens per request: [\d.]+x",
+        "engine_config": r"Initializing a V1 LLM engine .*$",
+        "kv_cache_dtype": r"Initializing a V1 LLM engine .*?\bkv_cache_dtype=(\w+)",
+        "prefix_caching": r"Initializing a V1 LLM engine .*?\benable_prefix_caching=(True|False)",
+        "chunked_prefill": r"Initializing a V1 LLM engine .*?\benable_chunked_prefill=(True|False)",
     }.items()
 }
 
@@ -264,4 +268,16 @@ def parse_vllm_log(text: str) -> EngineFacts:
         util_with_graphs=float(equivalent[-1][0]) if equivalent else None,
         util_without_graphs=float(equivalent[-1][1]) if equivalent else None,
         capacity_lines=lines or None,
+        kv_cache_dtype=kv_dtype[-1] if (kv_dtype := _R["kv_cache_dtype"].findall(text)) else None,
+        enable_prefix_caching=_flag(_R["prefix_caching"], text),
+        enable_chunked_prefill=_flag(_R["chunked_prefill"], text),
+        engine_config_line=config_line[-1].split("] ", 1)[-1]
+        if (config_line := _R["engine_config"].findall(text))
+        else None,
     )
+
+
+def _flag(pattern: re.Pattern[str], text: str) -> bool | None:
+    """The last `name=True|False` a pattern finds."""
+    found = pattern.findall(text)
+    return found[-1] == "True" if found else None

@@ -52,6 +52,19 @@ class ClientSpec(BaseModel):
         return ControlTimeouts(connect_s=min(default.connect_s, rt), total_s=min(default.total_s, rt))
 
 
+class GreedyText(BaseModel):
+    """One prompt's greedy answer (temperature 0): its tokens as the engine split them and each token's
+    log-probability, what a correctness check compares between two configs of one model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt: str
+    tokens: list[str] = Field(default_factory=list)
+    logprobs: list[float | None] = Field(default_factory=list)
+    prompt_tokens: int | None = None
+    error: str | None = None
+
+
 class Backend(Protocol):
     """A server to measure, live or simulated."""
 
@@ -83,6 +96,10 @@ class Backend(Protocol):
 
     async def models(self) -> Models | None:
         """What `/v1/models` lists (None when it cannot be read)."""
+
+    async def greedy(self, prompt: str, max_tokens: int) -> GreedyText | None:
+        """The greedy answer to one prompt with its tokens' log-probabilities (None: this backend generates no
+        real text, as the simulator)."""
 
 
 class LiveBackend:
@@ -165,3 +182,47 @@ class LiveBackend:
             return await self._control.models()
         except ControlError:
             return None
+
+    async def greedy(self, prompt: str, max_tokens: int) -> GreedyText | None:
+        """`/v1/completions` at temperature 0 with one log-probability per token (vLLM's `logprobs` object, or
+        llama.cpp's `content` list); the client's extra body goes along, its sampling preset does not (it would
+        not be greedy)."""
+        body = {
+            **self.client.extra_body,
+            "model": self._model,
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "logprobs": 1,
+            "stream": False,
+        }
+        try:
+            status, answer = await self._control.post_json("/v1/completions", body)
+        except ControlError as err:
+            return GreedyText(prompt=prompt, error=str(err))
+        if status != 200 or not isinstance(answer, dict) or not answer.get("choices"):
+            return GreedyText(prompt=prompt, error=f"HTTP {status}: {str(answer)[:200]}")
+        return greedy_text(prompt, answer)
+
+
+def greedy_text(prompt: str, answer: dict[str, Any]) -> GreedyText:
+    """A completions answer as tokens and log-probabilities: vLLM's `logprobs: {tokens, token_logprobs}`,
+    llama.cpp's `logprobs: {content: [{token, logprob}]}`; without log-probabilities the text as one token."""
+    choice = answer["choices"][0]
+    logprobs = choice.get("logprobs") or {}
+    usage = answer.get("usage") or {}
+    if isinstance(logprobs.get("content"), list):
+        items = logprobs["content"]
+        tokens = [str(item.get("token", "")) for item in items]
+        values = [item.get("logprob") for item in items]
+    elif isinstance(logprobs.get("tokens"), list):
+        tokens = [str(t) for t in logprobs["tokens"]]
+        values = list(logprobs.get("token_logprobs") or [None] * len(tokens))
+    else:
+        tokens, values = [str(choice.get("text", ""))], [None]
+    return GreedyText(
+        prompt=prompt,
+        tokens=tokens,
+        logprobs=[float(v) if isinstance(v, int | float) else None for v in values],
+        prompt_tokens=usage.get("prompt_tokens"),
+    )

@@ -4,8 +4,10 @@ summaries, have the run's files written, and give the verdict as an exit code (1
 `--max-error-rate` allows, or the run has validity warnings without `--accept-warnings`).
 
 An unfinished run keeps what it measured: the summary of the finished requests is printed (and written to
-`--json`) and the records journal stays, named. The files of a finished run (vLLM's result JSON, the bench report)
-are the report room's: the caller hands in `files`, the writer.
+`--json`, when it can be) and the records journal stays, named. The journal stays until every output is written,
+so an output the disk refuses leaves the records behind and the error names both the file and the journal. The
+files of a finished run (vLLM's result JSON, the bench report) are the report room's: the caller hands in `files`,
+the writer.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import typer
 from servetune.control.client import ControlClient, ControlError, ControlTimeouts
 from servetune.engines.models import resolve_tokenizer
 from servetune.errors import ServetuneError
-from servetune.fileio import atomic_write_text, ensure_writable
+from servetune.fileio import WriteFailed, atomic_write_text, ensure_writable
 from servetune.load.bench_args import BenchArgs
 from servetune.load.options import LoadOptions
 from servetune.load.runner import LoadResult, run_load, run_sync
@@ -59,6 +61,8 @@ def run_bench(args: BenchArgs, files: Files) -> int:
         _run(_wait_ready(args.target, args.key, args.ready_check_timeout_s))
     model = args.request_model or _run(_first_model(args.target, args.key, control))
     journal = RecordJournal(args.jsonl_out)
+    for stale in journal.stale:
+        typer.secho(f"note: {stale.note()}", err=True)
     kwargs: dict[str, Any] = dict(
         endpoint=args.api,
         stream=args.stream,
@@ -85,24 +89,38 @@ def run_bench(args: BenchArgs, files: Files) -> int:
         else:
             result = _single(args, model, workload, shape, kwargs)
             results, summaries = [result], [result.summary]
+        for kind, path in files(args, options, model, results).items():  # the journal stays until all are written
+            typer.echo(f"{kind:15s} {path}")
     except KeyboardInterrupt:
         _partial(args, options, journal, "interrupted")
         raise
     except Exception as err:
-        _partial(args, options, journal, f"stopped by an error ({err})")
+        kept = _partial(args, options, journal, f"stopped by an error ({_first_line(err)})")
+        if isinstance(err, OSError) and err.filename:  # an output that could not be written (a full disk)
+            where = f"the run's records are in {kept}" if kept else "no request had finished"
+            raise WriteFailed(
+                f"cannot write {err.filename}: {err.strerror or err}",
+                f"{where}; free space there (or give a path on another disk) and run again",
+            ) from None
         raise
     journal.close(finished=True)
-    for kind, path in files(args, options, model, results).items():
-        typer.echo(f"{kind:15s} {path}")
     return _verdict(summaries, args.max_error_rate, args.accept_warnings)
 
 
-def _partial(args: BenchArgs, options: LoadOptions, journal: RecordJournal, why: str) -> None:
+def _first_line(err: BaseException) -> str:
+    text = err.problem if isinstance(err, ServetuneError) else str(err)
+    if isinstance(err, OSError) and err.filename:
+        text = f"{err.strerror or err}: {err.filename}"
+    return text.partition("\n")[0]
+
+
+def _partial(args: BenchArgs, options: LoadOptions, journal: RecordJournal, why: str) -> Path | None:
     """An unfinished run keeps what it measured: the summary of the finished requests is printed (and written
-    to --json), and the records journal stays, named."""
+    to --json, when it can be), and the records journal stays, named; its path is returned (None: nothing
+    finished, nothing kept)."""
     if journal.count == 0:  # nothing was measured: nothing to keep
         journal.close(finished=True)
-        return
+        return None
     journal.close(finished=False)
     elapsed = time.monotonic() - journal.started
     summaries = journal.partial_summaries(slos=options.slos(), percentiles=options.percentile_values())
@@ -122,8 +140,12 @@ def _partial(args: BenchArgs, options: LoadOptions, journal: RecordJournal, why:
             "records": str(journal.path),
             "levels": [{"level": level, "summary": s.model_dump(mode="json")} for level, s in summaries],
         }
-        atomic_write_text(args.json_out, json.dumps(data, indent=2))
-        typer.secho(f"partial summary: {args.json_out}", err=True)
+        try:
+            atomic_write_text(args.json_out, json.dumps(data, indent=2))
+            typer.secho(f"partial summary: {args.json_out}", err=True)
+        except OSError as err:  # the disk that failed the run's own write: the records are named above
+            typer.secho(f"partial summary not written: {err.strerror or err}: {args.json_out}", err=True)
+    return journal.path
 
 
 def _check_outputs(args: BenchArgs) -> None:
@@ -200,6 +222,9 @@ def _single(args: BenchArgs, model: str, workload: Workload, shape: LoadShape, k
     result = _run(run_load(args.target, model, workload, shape, progress=args.progress, **kwargs))
     level = f"concurrency {shape.concurrency}" if shape.kind == "concurrency" else f"rate {shape.rate:g}/s"
     _print_summary(result.summary, f"{model} @ {args.target} — {level}")
+    if result.engine_time is not None:
+        for line in result.engine_time.lines():
+            typer.echo(line)
     if args.json_out:
         atomic_write_text(args.json_out, result.to_json())
     if args.jsonl_out:
@@ -232,6 +257,9 @@ def _sweep(
     )
     for line in sweep_lines([(p.level, p.result.summary) for p in result.points], shape.kind):
         typer.secho(line, fg="yellow" if line.lstrip().startswith("WARNING") else None)
+    for p in result.points:
+        if p.result.engine_time is not None:
+            typer.echo(f"level {p.level:g}: {p.result.engine_time.lines()[0]}")
     if result.saturated_at is not None:
         typer.echo(f"saturated at {result.saturated_at:g}: {result.reason}")
     if args.json_out:

@@ -8,15 +8,18 @@ stream, a stream that stops without its end, a reset, a refused connection, or o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
+
+from pydantic import ValidationError
 
 from servetune.load.http1 import Pool, ResponseError, _Conn
 from servetune.load.prompts import Conversation, Turn
 from servetune.load.shape import Timeouts
 from servetune.load.sse import StreamState, parse_final
-from servetune.metrics.record import ErrorClass, Phase, RequestRecord
+from servetune.metrics.record import EngineTimings, ErrorClass, Phase, RequestRecord
 
 _now = time.monotonic_ns
 _DEFAULTS = {
@@ -220,6 +223,11 @@ class Client:
         return None
 
     def _tokens(self, record: RequestRecord, state: StreamState, facts: dict) -> None:
+        timings = facts.get("timings")
+        if isinstance(timings, dict):
+            # An engine's odd timings are its own: the request is still measured, it is just not reconciled by them.
+            with contextlib.suppress(ValidationError):
+                record.engine_timings = EngineTimings.model_validate(timings)
         usage = facts.get("usage") or {}
         if usage:
             record.prompt_tokens = usage.get("prompt_tokens")

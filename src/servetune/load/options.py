@@ -23,7 +23,7 @@ not vLLM's 1000; percentiles 50,90,95,99, not 99 alone — a superset).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -478,32 +478,21 @@ class LoadOptions(BaseModel):
     def footprint(
         self, request_floor_s: Callable[[int], float] | None = None, levels: Sequence[float] = ()
     ) -> Footprint:
-        """What the run would send and keep, known before it starts: conversations x turns requests, each kept as a
-        record for the summary. A closed loop bounded by seconds sends as many as the backend answers, so it is
-        counted only with `request_floor_s`, the shortest a request of so many output tokens can take there (the
-        simulator knows it; a live server does not say); an open loop's arrivals are counted from its rate. A sweep
-        (`levels`: one run per concurrency or rate, all kept) is the sum of its runs."""
+        """What the run would send and keep, known before it starts (`shape_footprint` of its shape). A closed loop
+        bounded by seconds sends as many as the backend answers, so it is counted only with `request_floor_s`, the
+        shortest a request of so many output tokens can take there (the simulator knows it; a live server does not
+        say); an open loop's arrivals are counted from its rate. A sweep (`levels`: one run per concurrency or
+        rate, all kept) is the sum of its runs."""
         if levels:
-            sizes = [self.at_level(v).footprint(request_floor_s) for v in levels]
-            return Footprint(sum(f.requests for f in sizes), sum(f.record_bytes for f in sizes))
+            return Footprint.total(self.at_level(v).footprint(request_floor_s) for v in levels)
         if self.rate is not None:
             per_s: float | None = self.rate if math.isfinite(self.rate) else None
         elif request_floor_s:
             per_s = (self.concurrency or 1) / (self.turns * request_floor_s(self._shortest_output()))
         else:
             per_s = None
-
-        def within(seconds: float | None) -> float:
-            return per_s * seconds if per_s is not None and seconds else 0.0
-
-        shape = self.shape()
-        measured = float(shape.requests) if shape.requests is not None else math.inf
-        if shape.duration_s is not None and (per_s is not None or shape.requests is None):
-            measured = min(measured, within(shape.duration_s))
-        conversations = max(self.warmup_requests, within(self.warmup_s)) + measured + within(self.cooldown_s)
-        requests = conversations * self.turns
         longest = max((c.output_dist.mean for c in self.classes()), default=self.output_tokens)
-        return Footprint(requests=requests, record_bytes=requests * (RECORD_BYTES + TOKEN_BYTES * longest))
+        return shape_footprint(self.shape(), longest, turns=self.turns, per_s=per_s)
 
     def check_footprint(
         self,
@@ -519,21 +508,28 @@ class LoadOptions(BaseModel):
         sized_by = " x ".join(f"{_flag(n)} {getattr(self, n)}" for n in given) or f"{DEFAULT_REQUESTS} requests"
         if levels:
             sized_by += f" x {len(levels)} sweep levels"
-        fix = "lower " + (", ".join(_flag(n) for n in given) or "--requests")
-        if size.record_bytes > MAX_RECORD_BYTES:
-            fits = int(MAX_RECORD_BYTES / size.record_bytes * size.requests)
-            raise ServetuneError(
-                f"{sized_by} would keep ~{_amount(size.requests)} request records (~{size.record_bytes / 1e9:,.3g} GB);"
-                f" the limit is {MAX_RECORD_BYTES / 1024**3:g} GiB, about {fits:,} requests at these lengths",
-                f"{fix}, or split the run into several",
-            )
-        if requests_per_s and limit_s and size.requests / requests_per_s > limit_s:
-            raise ServetuneError(
-                f"{sized_by} is ~{_amount(size.requests)} requests, ~{_duration(size.requests / requests_per_s)} of"
-                f" work here; the limit is {_duration(limit_s)}, about {int(requests_per_s * limit_s):,} requests",
-                f"{fix}, or split the run into several",
-            )
+        fix = "lower " + (", ".join(_flag(n) for n in given) or "--requests") + ", or split the run into several"
+        size.check(sized_by, fix, requests_per_s, limit_s)
         return size
+
+
+def shape_footprint(
+    shape: LoadShape, longest_output: float, *, turns: int = 1, per_s: float | None = None
+) -> Footprint:
+    """What a run of `shape` would send and keep, known before it starts: its warm-up, measured and cool-down
+    conversations x `turns` requests, each kept as a record with a chunk time per output token (`longest_output`
+    at most). A phase bounded by seconds is counted at `per_s` conversations per second (None: not known before
+    the run, counted as none). The one pricing of a run: bench, estimate and a tune suite's probes alike."""
+
+    def within(seconds: float | None) -> float:
+        return per_s * seconds if per_s is not None and seconds else 0.0
+
+    measured = float(shape.requests) if shape.requests is not None else math.inf
+    if shape.duration_s is not None and (per_s is not None or shape.requests is None):
+        measured = min(measured, within(shape.duration_s))
+    conversations = max(shape.warmup_requests, within(shape.warmup_s)) + measured + within(shape.cooldown_s)
+    requests = conversations * turns
+    return Footprint(requests=requests, record_bytes=requests * (RECORD_BYTES + TOKEN_BYTES * longest_output))
 
 
 @dataclass(frozen=True)
@@ -544,6 +540,31 @@ class Footprint:
     """Requests at most, of those known before the run (a live closed loop bounded by seconds counts none)."""
     record_bytes: float
     """Memory of their records."""
+
+    @classmethod
+    def total(cls, sizes: Iterable[Footprint]) -> Footprint:
+        """Several runs' footprints added up (a sweep's levels, a suite's probes)."""
+        listed = list(sizes)
+        return cls(sum(f.requests for f in listed), sum(f.record_bytes for f in listed))
+
+    def check(self, sized_by: str, fix: str, requests_per_s: float | None = None, limit_s: float | None = None) -> None:
+        """The limits of a run, the one rule: records that would not fit in `MAX_RECORD_BYTES`, or more requests
+        than a backend doing `requests_per_s` finishes in `limit_s`, are refused before the run starts, saying what
+        sized it (`sized_by`) and `fix`."""
+        if self.record_bytes > MAX_RECORD_BYTES:
+            fits = int(MAX_RECORD_BYTES / self.record_bytes * self.requests)
+            room = f"about {fits:,} requests at these lengths" if fits else "not one request of this length"
+            raise ServetuneError(
+                f"{sized_by} would keep ~{_amount(self.requests)} request records (~{self.record_bytes / 1e9:,.3g} GB);"
+                f" the limit is {MAX_RECORD_BYTES / 1024**3:g} GiB, {room}",
+                fix,
+            )
+        if requests_per_s and limit_s and self.requests / requests_per_s > limit_s:
+            raise ServetuneError(
+                f"{sized_by} is ~{_amount(self.requests)} requests, ~{_duration(self.requests / requests_per_s)} of"
+                f" work here; the limit is {_duration(limit_s)}, about {int(requests_per_s * limit_s):,} requests",
+                fix,
+            )
 
 
 _SIZING = ("requests", "warmup_requests", "duration", "warmup_s", "cooldown_s", "turns", "rate")

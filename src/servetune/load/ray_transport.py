@@ -23,11 +23,15 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import socket
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import ray
@@ -45,20 +49,115 @@ _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 _now = time.monotonic_ns
 
 
+class RayUnreachable(ServetuneError):
+    """No Ray cluster answers at the address (nothing listens there, or it never finished the handshake): the
+    environment failed, like a server that is gone (exit 1)."""
+
+    exit_code = 1
+
+
 def connect(address: str | None) -> bool:
     """Joins the Ray cluster at `address` (None: RAY_ADDRESS, else the one this machine runs) as a driver; True
-    when this call connected (its caller then disconnects), False when this process already was connected."""
+    when this call connected (its caller then disconnects), False when this process already was connected.
+
+    Bounded: `ray.init` retries an address where nothing answers for a minute or more (a loopback address it
+    first turns into this machine's own), deaf to SIGTERM meanwhile. So the address Ray will dial is tried
+    with a plain TCP connection first (`CONNECT_CHECK_S`), and `ray.init` then runs in a thread of its own that
+    this one waits for up to `INIT_S`, answering SIGTERM and Ctrl-C (as KeyboardInterrupt) while it waits."""
     if ray.is_initialized():
         return False
     target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    try:
-        ray.init(address=target, log_to_driver=False, logging_level=logging.WARNING)
-    except (ConnectionError, ValueError, RuntimeError) as err:
-        raise ServetuneError(
+    _check_reachable(target)
+    done: list[BaseException | None] = []
+
+    def init() -> None:
+        quiet = _NotFromMainThread()  # Ray warns that it set no SIGTERM handler here: servetune keeps its own
+        logging.getLogger("ray._private.worker").addFilter(quiet)
+        try:
+            ray.init(address=target, log_to_driver=False, logging_level=logging.WARNING)
+            done.append(None)
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting thread, which raises it
+            done.append(err)
+        finally:
+            logging.getLogger("ray._private.worker").removeFilter(quiet)
+
+    thread = threading.Thread(target=init, name="servetune ray.init", daemon=True)
+    with _signals_as_interrupt():
+        thread.start()
+        thread.join(INIT_S)
+    if not done:
+        raise RayUnreachable(
+            f"the Ray cluster at {target} did not let this driver join within {INIT_S:g} s",
+            "check that ADDRESS is the head's GCS address (`ray status --address ADDRESS`), or start one "
+            "(`ray start --head`)",
+        )
+    err = done[0]
+    if isinstance(err, ConnectionError | ValueError | RuntimeError):
+        raise RayUnreachable(
             f"cannot join the Ray cluster at {target}: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
             "start one (`ray start --head`), or give its address (--ray-address HOST:PORT, or RAY_ADDRESS)",
         ) from None
+    if err is not None:
+        raise err
     return True
+
+
+CONNECT_CHECK_S = 5.0
+"""How long a TCP connection to the cluster's address may take before it counts as not answering."""
+INIT_S = 60.0
+"""How long `ray.init` may take once the address answers (a handful of seconds on a live cluster)."""
+
+
+def _check_reachable(target: str) -> None:
+    """A `HOST:PORT` address that Ray would dial (a loopback host becomes this machine's address, as Ray turns
+    it) must accept a TCP connection; "auto", "local" and the like are left to Ray, which answers them fast."""
+    from ray._private.services import canonicalize_bootstrap_address
+
+    bare = target.removeprefix("ray://")
+    host, sep, port = bare.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    dialed = bare
+    if not target.startswith("ray://"):
+        with contextlib.suppress(Exception):  # Ray's own rewrite; on any doubt the address as given
+            dialed = canonicalize_bootstrap_address(bare) or bare
+    d_host, _, d_port = dialed.rpartition(":")
+    try:
+        with socket.create_connection((d_host.strip("[]"), int(d_port)), timeout=CONNECT_CHECK_S):
+            return
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+    turned = f" (Ray dials {dialed} for it: it turns a loopback address into this machine's)" if dialed != bare else ""
+    raise RayUnreachable(
+        f"no Ray cluster answers at {target}{turned}: {why}",
+        "give the head's GCS address (`ray start --head` prints it; a head started with --node-ip-address "
+        "listens on that address only), or start one",
+    )
+
+
+class _NotFromMainThread(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "not the main thread" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _signals_as_interrupt() -> Iterator[None]:
+    """While the body waits, SIGTERM and SIGINT raise KeyboardInterrupt here (as servetune's own handler does),
+    whatever handler was in place: an event loop's handler would only run once the loop runs again, and the
+    loop is blocked by this wait. Main thread only; the previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @dataclass(frozen=True)

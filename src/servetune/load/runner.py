@@ -20,10 +20,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.control.client import ControlTimeouts, normalize_base_url
+from servetune.control.client import ControlClient, ControlTimeouts, normalize_base_url
 from servetune.errors import ServetuneError
 from servetune.load.client import Client, Watchdog
 from servetune.load.coordinator import Coordinator, Supply
+from servetune.load.engine_watch import EngineWatch
 from servetune.load.http1 import Pool
 from servetune.load.monitor import LoopMonitor, LoopSamples, client_process, usable_cores, young_collections_only
 from servetune.load.prompts import Conversation, RequestFactory
@@ -32,8 +33,10 @@ from servetune.load.tokens import LocalTokenizer, make_counter
 from servetune.load.transport import LocalPool, WorkerGone, WorkerLink, WorkerPool
 from servetune.load.worker import WorkerSetup
 from servetune.load.workload import Workload
+from servetune.metrics.engine_time import EngineTime
 from servetune.metrics.record import Phase, RequestRecord
 from servetune.metrics.slo import Slos
+from servetune.metrics.steady import settle
 from servetune.metrics.summary import Summary, summarize
 from servetune.metrics.validity import ClientReport
 from servetune.process.interrupts import run_coroutine
@@ -60,6 +63,9 @@ class LoadResult(BaseModel):
     wall_s: float
     records: list[RequestRecord]
     summary: Summary
+    engine_time: EngineTime | None = None
+    """The engine's own account of the point's TTFT (queue, prefill, API server, HTTP) and its load, from its
+    `/metrics` before, during and after (`metrics/engine_time.py`); None when it exposes no such histograms."""
 
     def to_json(self, *, records: bool = False, indent: int | None = 2) -> str:
         """The run as JSON; per-request records only when asked (they can be large: use write_jsonl)."""
@@ -196,7 +202,7 @@ async def run_load(
     n_workers = workers or (pool.default_count() if pool else None) or default_workers(shape)
     in_process = n_workers == 1 and pool is None
     base_url = normalize_base_url(base_url)  # what `launch` prints ends in /v1; the paths below add their own
-    counter = await make_counter(tokenizer, base_url, model, control or shape.timeouts.control())
+    counter = await make_counter(tokenizer, base_url, model, control or shape.timeouts.control(), api_key)
     supply = Supply(RequestFactory(workload, counter, endpoint))
     local = counter if isinstance(counter, LocalTokenizer) else None
     connections = min(shape.concurrency or shape.max_concurrency or 64, 1024)
@@ -206,7 +212,9 @@ async def run_load(
         await counter.aclose()
     monitor = LoopMonitor()
     watch = asyncio.ensure_future(monitor.run())
+    engine = EngineWatch(ControlClient(base_url, api_key=api_key, timeouts=control or shape.timeouts.control()))
     try:
+        await engine.start()
         with young_collections_only():
             if in_process:
                 client = Client(
@@ -234,10 +242,13 @@ async def run_load(
                     setup, n_workers, supply, shape, on_record, progress, pool or LocalPool()
                 )
             wall_s = (_now() - t0) / 1e9
+        engine_time = await engine.finish(records)
     finally:
         watch.cancel()
+        await engine.close()
     samples.insert(0, ("client" if in_process else "coordinator", os.getpid(), monitor.samples()))
     records.sort(key=lambda r: (r.sent_ns, r.index, r.turn))
+    settle(records)  # a start-up transient of the measured requests is warm-up too (metrics/steady.py says why)
     report = _client_report(shape, n_workers, records, samples, lost, clocks)
     return LoadResult(
         base_url=base_url,
@@ -251,6 +262,7 @@ async def run_load(
         wall_s=wall_s,
         records=records,
         summary=summarize(records, slos=slos, percentiles=percentiles, client=report),
+        engine_time=engine_time,
     )
 
 

@@ -5,8 +5,8 @@ holds one whole event starting with the bytes this stream's token events start w
 token at once; anything else is split into events with `bytes.find` and classified with one compiled regular
 expression (is there a non-empty `text`/`content`/`reasoning_content`/`reasoning` string?). Each output chunk is
 stamped with the arrival time of its bytes. JSON is parsed only where it decides something: error events, the
-last chunk with a finish reason, the last `usage`, and (when a tokenizer must count the text) the output chunks
-at the end of the request.
+last chunk with a finish reason, the last `usage` (and llama.cpp's `timings` beside it), and (when a tokenizer must
+count the text) the output chunks at the end of the request.
 """
 
 from __future__ import annotations
@@ -264,8 +264,9 @@ def _utf8(data: bytes, lo: int, hi: int) -> bool:
 
 
 def parse_final(state: StreamState) -> dict:
-    """Facts decided once per request: finish reason, usage, output text (when kept), error details."""
-    facts: dict = {"finish_reason": None, "usage": None, "text": None, "reasoning_text": None}
+    """Facts decided once per request: finish reason, usage, the engine's own `timings` (llama.cpp sends them
+    with the usage, in its closing chunk), output text (when kept), error details."""
+    facts: dict = {"finish_reason": None, "usage": None, "timings": None, "text": None, "reasoning_text": None}
     if not state.stream:
         raw = b"".join(state.body)
         facts["raw"] = raw
@@ -279,6 +280,7 @@ def parse_final(state: StreamState) -> dict:
             err = obj.get("error") or obj
             facts["error"] = err if isinstance(err, str) else json.dumps(err)[:500]
         facts["usage"] = obj.get("usage")
+        facts["timings"] = obj.get("timings")
         choices = obj.get("choices") or []
         if choices:
             choice = choices[0]
@@ -300,6 +302,8 @@ def parse_final(state: StreamState) -> dict:
             facts["finish_reason"] = choices[0]["finish_reason"]
         if obj.get("usage"):
             facts["usage"] = obj["usage"]
+        if obj.get("timings"):
+            facts["timings"] = obj["timings"]
     if state.keep_outputs:
         texts, reasoning = [], []
         for payload in state.outputs:

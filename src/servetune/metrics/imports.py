@@ -14,7 +14,8 @@ planned), so servetune's own tokenizer checks stay quiet on imported runs.
 Formats, read from the tools' own sources: vLLM `benchmarks/serve.py` (`result_json`), `benchmarks/sweep/serve.py`
 (`run=N.json`, `summary.json`); GuideLLM `benchmark/schemas/report.py` (`GenerativeBenchmarksReport`: metadata,
 config, benchmarks[] with metrics.* distributions and requests.{successful,errored,incomplete}); AIPerf
-`profile_export_aiperf.json` (metric tag → {unit, avg, p50, ...}, input_config) and `profile_export.jsonl`
+`profile_export_aiperf.json` (metric tag → {unit, avg, p50, ...}, input_config: the load as its `phases` since 0.13,
+`loadgen` before) and `profile_export.jsonl`
 (metadata.request_start_ns, metrics.{time_to_first_token, inter_chunk_latency, ...}, error).
 """
 
@@ -29,6 +30,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from servetune.errors import ServetuneError
+from servetune.metrics.import_schema import (
+    check_aiperf_record,
+    check_aiperf_summary,
+    check_guidellm,
+    check_run_figures,
+    check_vllm,
+)
 from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.metrics.runs import RECORDS_SUFFIX, RUN_SUFFIX, BenchRun, RunSource, Tool, read_run, run_stem, write_run
 from servetune.metrics.vllm_format import figures_from_file, percentile_word, records_from_vllm
@@ -54,11 +62,11 @@ def import_files(files: Sequence[Path], into: Path, *, force: bool = False) -> l
     for file in files:
         if not file.exists():
             raise ServetuneError(f"{file} does not exist", "give result files written by a benchmark tool")
+    read = [(content_digest(file), read_runs(file)) for file in files]  # every file checked before one is written
     known = _imported(into)
     out: list[Imported] = []
-    for file in files:
-        digest = content_digest(file)
-        for run in read_runs(file):
+    for digest, runs in read:
+        for run in runs:
             _, hash_sign, index = run.source.path.partition("#")
             key = digest + (f"#{index}" if hash_sign else "")
             if key in known and not force:
@@ -121,13 +129,17 @@ def read_runs(path: Path) -> list[BenchRun]:
     data = _parse(path, text)
     tool = detect(data)
     if tool == "servetune":
+        check_run_figures(data.get("figures") or {}, f"{path}: figures")
         return [read_run(path, data)]
     if tool == "guidellm":
+        check_guidellm(data, str(path))
         return _guidellm(path, data)
     if tool == "aiperf":
         return [_aiperf(path.parent, data)]
     if tool == "vllm":
-        items = data if isinstance(data, list) else [data] if isinstance(data, dict) else data
+        items = data if isinstance(data, list) else [data]
+        for i, item in enumerate(items):
+            check_vllm(item, f"{path}" + (f" (run {i + 1} of {len(items)})" if len(items) > 1 else ""))
         return [_vllm(path, item, i if len(items) > 1 else None) for i, item in enumerate(items)]
     raise ServetuneError(
         f"{path} is not a result file servetune reads",
@@ -194,7 +206,7 @@ def find_runs(folder: Path) -> list[BenchRun]:
 
 
 def _vllm(path: Path, data: Mapping[str, Any], index: int | None) -> BenchRun:
-    rate = data.get("request_rate")
+    rate = data.get("request_rate")  # a number or "inf" (`check_vllm`)
     rate_value = float("inf") if rate in ("inf", None) else float(rate)
     concurrency = data.get("max_concurrency")
     kind: Literal["concurrency", "rate"] = "rate"
@@ -262,14 +274,15 @@ def _guidellm(path: Path, data: Mapping[str, Any]) -> list[BenchRun]:
         if records:
             figures["completed"] = float(sum(1 for r in records if r.ok))
             figures["failed"] = float(sum(1 for r in records if not r.ok))
-        kind, level = _guidellm_level((bench.get("config") or {}).get("strategy") or {})
+        strategy = (bench.get("config") or {}).get("strategy") or {}
+        kind, level = _guidellm_level(strategy)
         notes = ["ITL approximated: GuideLLM keeps the first and last token times, gaps between are taken as equal"]
         if not records:
             notes = ["no per-request data in the file (GuideLLM --metrics sample_size=0?)"]
         source = RunSource(
             tool="guidellm",
             path=f"{path}#{i}",
-            label=_guidellm_label(data, path),
+            label=_guidellm_label(data, bench, strategy, path),
             model=_guidellm_model(bench),
             kind=kind,
             level=level,
@@ -354,10 +367,20 @@ def _guidellm_level(strategy: Mapping[str, Any]) -> Level:
     return None, None
 
 
-def _guidellm_label(data: Mapping[str, Any], path: Path) -> str:
-    profile = ((data.get("config") or {}).get("profile") or {}) if isinstance(data.get("config"), dict) else {}
-    kind = profile.get("type_") or profile.get("kind") if isinstance(profile, dict) else None
-    return f"guidellm {kind}" if kind else f"guidellm {path.stem}"
+def _guidellm_label(data: Mapping[str, Any], bench: Mapping[str, Any], strategy: Mapping[str, Any], path: Path) -> str:
+    """The series a benchmark belongs to: its profile, and within a profile that mixes strategies (a sweep:
+    synchronous, throughput, then constant rates) the strategy too, so that only runs measured alike form a
+    curve. The profile is read where GuideLLM 0.8 writes it (each benchmark's `config.profile.kind`) or 0.6
+    (the report's `config.profile.type_`)."""
+    config: Mapping[str, Any] = data["config"] if isinstance(data.get("config"), dict) else {}
+    spec: Mapping[str, Any] = config["spec"] if isinstance(config.get("spec"), dict) else {}
+    profiles = [(bench.get("config") or {}).get("profile"), config.get("profile"), spec.get("profile")]
+    kinds = [p.get("kind") or p.get("type_") for p in profiles if isinstance(p, dict)]
+    profile = next((str(k) for k in kinds if k), None)
+    if profile is None:
+        return f"guidellm {path.stem}"
+    kind = strategy.get("type_") or strategy.get("type")
+    return f"guidellm {profile}" if not kind or kind == profile else f"guidellm {profile} ({kind})"
 
 
 def _guidellm_model(bench: Mapping[str, Any]) -> str | None:
@@ -379,7 +402,10 @@ _AIPERF_FIGURES = {
 def _aiperf(folder: Path, summary: Mapping[str, Any] | None = None) -> BenchRun:
     if summary is None and (folder / AIPERF_SUMMARY).is_file():
         summary = _parse(folder / AIPERF_SUMMARY, _text(folder / AIPERF_SUMMARY))
+    if summary is not None and not isinstance(summary, dict):
+        raise ServetuneError(f"{folder / AIPERF_SUMMARY} is not AIPerf's summary (not a mapping)", "give AIPerf's")
     summary = dict(summary or {})
+    check_aiperf_summary(summary, str(folder / AIPERF_SUMMARY))
     figures: dict[str, float] = {}
     for tag, name in _AIPERF_FIGURES.items():
         metric = summary.get(tag)
@@ -402,7 +428,7 @@ def _aiperf(folder: Path, summary: Mapping[str, Any] | None = None) -> BenchRun:
         if isinstance(metric, dict) and isinstance(metric.get("avg"), int | float):
             figures[key] = float(metric["avg"])
     config: dict[str, Any] = summary["input_config"] if isinstance(summary.get("input_config"), dict) else {}
-    loadgen = config.get("loadgen") or {}
+    loadgen = _aiperf_load(config)
     kind: Literal["concurrency", "rate"] | None = None
     level: float | None = None
     if loadgen.get("request_rate"):
@@ -411,18 +437,39 @@ def _aiperf(folder: Path, summary: Mapping[str, Any] | None = None) -> BenchRun:
         kind, level = "concurrency", float(loadgen["concurrency"])
     records = _aiperf_records(folder / AIPERF_RECORDS)
     notes = [] if records else [f"no {AIPERF_RECORDS} beside the summary: figures only, no distributions"]
-    models = (config.get("endpoint") or {}).get("model_names") or []
+    model = _aiperf_model(config)
     source = RunSource(
         tool="aiperf",
         path=str(folder / (AIPERF_SUMMARY if summary else AIPERF_RECORDS)),
-        label=f"aiperf {folder.name}",
-        model=str(models[0]) if models else None,
+        label=f"aiperf {model or folder.name}",
+        model=model,
         kind=kind,
         level=level,
         started_at=str(summary.get("start_time")) if summary.get("start_time") else None,
         notes=tuple(notes),
     )
     return BenchRun.of(source, figures, records, redact({"loadgen": loadgen}))
+
+
+def _aiperf_load(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The measured load as {request_rate, concurrency}: AIPerf 0.13 writes it as the profiling phase (`phases`:
+    `type` concurrency with `concurrency`, or poisson/constant/gamma with `rate` and an optional concurrency
+    cap), earlier versions as `loadgen`."""
+    if isinstance(config.get("loadgen"), dict):
+        return dict(config["loadgen"])
+    phases = [p for p in config.get("phases") or [] if isinstance(p, dict)]
+    phase = next((p for p in phases if p.get("kind", p.get("name")) == "profiling"), phases[-1] if phases else {})
+    if phase.get("rate"):
+        return {"request_rate": phase["rate"]}
+    return {"concurrency": phase.get("concurrency")} if phase.get("type") == "concurrency" else {}
+
+
+def _aiperf_model(config: Mapping[str, Any]) -> str | None:
+    """The model asked for: `models.items[].name` (AIPerf 0.13) or `endpoint.model_names` (earlier)."""
+    items = (config.get("models") or {}).get("items") if isinstance(config.get("models"), dict) else None
+    names = [i.get("name") for i in items or [] if isinstance(i, dict)]
+    names += (config.get("endpoint") or {}).get("model_names") or []
+    return next((str(n) for n in names if n), None)
 
 
 def _aiperf_records(path: Path) -> list[RequestRecord]:
@@ -434,11 +481,12 @@ def _aiperf_records(path: Path) -> list[RequestRecord]:
             continue
         try:
             row = json.loads(line)
-            meta, metrics = row.get("metadata") or {}, row.get("metrics") or {}
-            start = int(meta["request_start_ns"])
-            end = int(meta.get("request_end_ns") or start)
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
-            raise ServetuneError(f"{path} line {n} is not an AIPerf record: {err}", "give AIPerf's export") from None
+        except ValueError as err:
+            raise ServetuneError(f"{path} line {n} is not JSON: {err}", "give AIPerf's export") from None
+        check_aiperf_record(row, f"{path} line {n}")
+        meta, metrics = row["metadata"], row.get("metrics") or {}
+        start = int(meta["request_start_ns"])
+        end = int(meta.get("request_end_ns") or start)
         error = row.get("error")
         chunks: list[int] = []
         ttft = _value(metrics, "time_to_first_token")

@@ -8,13 +8,16 @@ named figure accepts all the names it has had: vLLM's V1 names (`vllm:prefix_cac
 
 from __future__ import annotations
 
+import asyncio
+import math
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict
 
 from servetune.control.client import ControlClient
 from servetune.errors import ServetuneError
+from servetune.metrics.histogram import Histogram
 
 # Each figure: the names it has had, newest first. Counters are listed with prometheus_client's `_total`.
 NAMES: dict[str, tuple[str, ...]] = {
@@ -79,6 +82,25 @@ class MetricsSnapshot(BaseModel):
 
     def names(self) -> set[str]:
         return {s.name for s in self.samples}
+
+    def histogram(self, name: str) -> Histogram | None:
+        """The histogram `name` (its `_bucket`, `_count` and `_sum` samples), summed over label sets (engines,
+        models) bucket by bucket; None when the engine does not expose it."""
+        buckets: dict[float, float] = {}
+        for s in self.samples:
+            if s.name == name + "_bucket" and "le" in s.labels:
+                edge = float(s.labels["le"])
+                buckets[edge] = buckets.get(edge, 0.0) + s.value
+        counts = self.values(name + "_count")
+        if not buckets or not counts:
+            return None
+        edges = tuple(sorted(e for e in buckets if math.isfinite(e)))
+        return Histogram(
+            edges=edges,
+            cumulative=tuple(buckets[e] for e in edges),
+            count=float(sum(counts)),
+            sum=float(sum(self.values(name + "_sum"))),
+        )
 
 
 class MetricsDelta(BaseModel):
@@ -145,6 +167,39 @@ def parse(text: str, url: str = "", taken_s: float | None = None) -> MetricsSnap
 async def scrape(client: ControlClient) -> MetricsSnapshot:
     """Reads the engine's `/metrics` now, through the control-plane client (its timeouts apply)."""
     return parse(await client.metrics_text(), client.base_url + "/metrics")
+
+
+def parse_only(text: str, names: Iterable[str], url: str = "", taken_s: float | None = None) -> MetricsSnapshot:
+    """A snapshot of the samples of `names` only: the other lines are dropped unparsed. vLLM's `/metrics` is
+    mostly histograms; reading two gauges this way costs a fraction of a millisecond, so it can run beside a load
+    on the client's own event loop without delaying the time stamps it takes."""
+    wanted = tuple(f"{name}{end}" for name in names for end in ("{", " "))
+    kept = [line for line in text.splitlines() if line.startswith(wanted)]
+    return parse("\n".join(kept) + "\n", url, taken_s)
+
+
+SETTLE_S = (0.05, 0.1, 0.2, 0.4, 0.8)
+"""Waits before scraping an engine again when its counters fall short of what the client saw: an engine updates
+them just after it sends a request's last bytes (vLLM from its output loop, llama.cpp as it frees the slot), so a
+scrape at once can miss the last requests."""
+
+
+async def settle(
+    scrape_again: Callable[[], Awaitable[MetricsSnapshot | None]],
+    after: MetricsSnapshot,
+    short: Callable[[MetricsSnapshot], bool],
+) -> MetricsSnapshot:
+    """`after`, scraped again after each of `SETTLE_S` while `short(snapshot)` says the engine has not yet counted
+    everything the client saw (1.55 s at most); the last snapshot read."""
+    for wait in SETTLE_S:
+        if not short(after):
+            break
+        await asyncio.sleep(wait)
+        again = await scrape_again()
+        if again is None:
+            break
+        after = again
+    return after
 
 
 def _counters(snap: MetricsSnapshot) -> dict[str, float]:

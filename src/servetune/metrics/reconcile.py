@@ -11,6 +11,10 @@ the run is not valid for comparisons. The rules (docs/metrics.md, "Reconciliatio
   KV connector's `vllm:external_prefix_cache_hits_total`); SGLang likewise (`sglang:cached_tokens_total`);
   llama.cpp counts the tokens it evaluated (`llamacpp:prompt_tokens_total`) and the cached ones apart
   (`llamacpp:prompt_tokens_cached_total`);
+- llama.cpp also accounts for every request in its answer (`timings`: `prompt_n` evaluated, `cache_n` served from
+  its cache, `predicted_n` generated; `RequestRecord.engine_timings`): where the engine has no `/metrics` (llama.cpp
+  without `--metrics`, its default) and every completed request carries them, their sums are the engine's account
+  (`timings_account`), held to the same rules;
 - prompt and output tokens agree within one token per request, finished requests exactly (compared only when
   every request completed: a failed one may have been counted by the engine, or not);
 - a cold prompt may find at most `COLD_OPENING_TOKENS` per request in the cache (the chat template's opening,
@@ -79,6 +83,8 @@ class EngineAccount(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     dialect: Dialect
+    source: Literal["metrics", "timings"] = "metrics"
+    """Where the account comes from: the engine's /metrics counters, or its per-response timings."""
     prompt_tokens: float | None
     """Every prompt token of the requests it prefilled, cached ones included."""
     cached_tokens: float | None
@@ -160,6 +166,27 @@ def engine_account(before: MetricsSnapshot, after: MetricsSnapshot) -> EngineAcc
     )
 
 
+def timings_account(records: Sequence[RequestRecord]) -> EngineAccount | None:
+    """The engine's account from its per-response timings (llama.cpp's), when every completed request carries
+    them (None otherwise: the engine sends none, or some answer lacked them)."""
+    done = [r.engine_timings for r in records if r.ok]
+    if not done or any(t is None for t in done):
+        return None
+    timings = [t for t in done if t is not None]
+    evaluated = float(sum(t.prompt_n for t in timings))
+    cached = float(sum(t.cache_n for t in timings))
+    return EngineAccount(
+        dialect="llamacpp",
+        source="timings",
+        prompt_tokens=evaluated + cached,
+        cached_tokens=cached,
+        evaluated_tokens=evaluated,
+        output_tokens=float(sum(t.predicted_n for t in timings)),
+        requests=None,
+        preemptions=None,
+    )
+
+
 class Check(BaseModel):
     """One figure of servetune's beside the engine's count of the same thing."""
 
@@ -180,6 +207,8 @@ class Reconciliation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     dialect: Dialect | None
+    source: Literal["metrics", "timings"] | None = None
+    """The engine's account it was checked against: /metrics counters or per-response timings (None: none)."""
     checks: list[Check]
     notes: list[str]
     evaluated_tokens: float | None = None
@@ -242,10 +271,13 @@ def _cached(client: ClientAccount, engine: EngineAccount, prompts: Prompts) -> C
 def reconcile(client: ClientAccount, engine: EngineAccount | None, prompts: Prompts) -> Reconciliation:
     """servetune's account against the engine's (see the module docstring for the rules)."""
     if engine is None:
-        note = "not reconciled: the engine exposes no token counters (vLLM /metrics, llama.cpp --metrics)"
+        note = (
+            "not reconciled: the engine exposes no token counters (vLLM /metrics, llama.cpp --metrics) and "
+            "returned no per-response timings (llama.cpp's)"
+        )
         return Reconciliation(dialect=None, checks=[], notes=[note] if client.requests else [])
     if not client.requests:
-        return Reconciliation(dialect=engine.dialect, checks=[], notes=[])
+        return Reconciliation(dialect=engine.dialect, source=engine.source, checks=[], notes=[])
     checks: list[Check] = []
     notes: list[str] = []
     failed = client.requests - client.completed
@@ -279,5 +311,9 @@ def reconcile(client: ClientAccount, engine: EngineAccount | None, prompts: Prom
         notes.append(
             f"the engine preempted {_n(engine.preemptions)} requests (recomputed them): their latency includes it"
         )
+    if engine.source == "timings":
+        notes.append("reconciled with the engine's per-response timings (it serves no /metrics)")
     evaluated = engine.evaluated_tokens
-    return Reconciliation(dialect=engine.dialect, checks=checks, notes=notes, evaluated_tokens=evaluated)
+    return Reconciliation(
+        dialect=engine.dialect, source=engine.source, checks=checks, notes=notes, evaluated_tokens=evaluated
+    )

@@ -36,6 +36,21 @@ Phase = Literal["warmup", "measure", "cooldown"]
 TokenSource = Literal["usage", "tokenizer", "chunks", "none"]
 
 
+class EngineTimings(BaseModel):
+    """The engine's own account of one request, as llama.cpp returns it with the answer (`timings`, in the last
+    streamed chunk or the body): the prompt tokens it evaluated (`prompt_n`) and served from its prefix cache
+    (`cache_n`), the tokens it generated (`predicted_n`), and its own times. `metrics.reconcile` checks servetune's
+    figures against it, so a llama.cpp started without `--metrics` is reconciled too."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    prompt_n: int
+    cache_n: int = 0
+    prompt_ms: float | None = None
+    predicted_n: int
+    predicted_ms: float | None = None
+
+
 class RequestRecord(BaseModel):
     """A request's timeline, token counts and outcome.
 
@@ -74,6 +89,9 @@ class RequestRecord(BaseModel):
     reasoning_chunks: int = 0
     output_text: str | None = None
     worker: int = 0  # the client worker process that sent it (0 when the load ran in one process)
+    engine_timings: EngineTimings | None = None
+    """The engine's per-response account (llama.cpp's `timings`); None where the engine sends none."""
+    transient: bool = False  # sent as measured, counted as warm-up after the run: its start-up transient (steady.py)
 
     def shift_clock(self, offset_ns: int) -> None:
         """Moves every time stamp by `offset_ns`: a record taken on another machine's monotonic clock onto the

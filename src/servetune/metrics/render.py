@@ -47,6 +47,8 @@ def summary_lines(s: Summary, title: str = "") -> list[str]:
         f"{v.short_requests} short; client lateness p99 {v.lateness_p99_ms:.2f} ms; "
         f"warm-up excluded {v.warmup_excluded}"
     )
+    if v.steady is not None:
+        lines.append(v.steady.describe())
     if v.client is not None and v.client.processes:
         lag = max(v.client.processes, key=lambda p: p.loop_lag_p99_ms)
         busy = max(v.client.processes, key=lambda p: p.cpu_pct)

@@ -2,8 +2,9 @@
 
 A run file (`<name>.servetune.json`) holds where the run came from (`RunSource`: servetune, vLLM bench serve,
 GuideLLM or AIPerf, with its file), its load level, the figures under vLLM's flat names as that tool reported them,
-and — when per-request data exists — the summary servetune recomputes from the records (`<name>.records.jsonl`,
-one `RequestRecord` per line) with vLLM's definitions. `servetune bench --save-result` writes one per run next to
+the summary servetune recomputes from the records with vLLM's definitions when per-request data exists
+(`<name>.records.jsonl`, one `RequestRecord` per line), and the engine's split of the run's TTFT for servetune's own
+runs of an engine with vLLM's histograms. `servetune bench --save-result` writes one per run next to
 vLLM's result JSON; `servetune import` converts other tools' files into one; `servetune report DIR` reads them
 (and other tools' files lying in DIR) and draws the bench report.
 """
@@ -19,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from servetune.errors import ServetuneError, from_validation_error
 from servetune.fileio import atomic_write_text
+from servetune.humanize import number
+from servetune.metrics.engine_time import EngineTime
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.summary import Summary, summarize
 
@@ -58,9 +61,10 @@ class RunSource(BaseModel):
     def level_text(self) -> str:
         if self.level is None:
             return "—"
-        if self.kind == "concurrency":
-            return f"c{self.level:g}"
-        return "rate ∞" if self.level == float("inf") else f"{self.level:g} req/s"
+        if self.level == float("inf"):
+            return "c∞" if self.kind == "concurrency" else "rate ∞"
+        level = f"{self.level:.0f}" if self.level == round(self.level) else number(self.level)
+        return f"c{level}" if self.kind == "concurrency" else f"{level} req/s"
 
 
 class BenchRun(BaseModel):
@@ -76,6 +80,9 @@ class BenchRun(BaseModel):
     records: list[RequestRecord] = []
     settings: dict[str, Any] = {}
     """The tool's own description of the load (servetune: shape and workload), kept as it was."""
+    engine_time: EngineTime | None = None
+    """The engine's own split of the run's TTFT, from its `/metrics` around the run (servetune's runs against
+    vLLM or the simulator; `metrics/engine_time.py`)."""
 
     @classmethod
     def of(
@@ -126,6 +133,7 @@ def write_run(folder: Path, stem: str, run: BenchRun) -> Path:
         "figures": run.figures,
         "summary": run.summary.model_dump(mode="json") if run.summary else None,
         "settings": run.settings,
+        "engine_time": run.engine_time.model_dump(mode="json") if run.engine_time else None,
     }
     if run.records:
         atomic_write_text(folder / f"{stem}{RECORDS_SUFFIX}", "".join(r.model_dump_json() + "\n" for r in run.records))
@@ -139,6 +147,7 @@ def read_run(path: Path, data: dict[str, Any] | None = None) -> BenchRun:
     try:
         source = RunSource.model_validate(body["source"])
         summary = Summary.model_validate(body["summary"]) if body.get("summary") else None
+        split = EngineTime.model_validate(body["engine_time"]) if body.get("engine_time") else None
     except ValidationError as err:
         raise from_validation_error(
             err, where=f"{path} is not a servetune run file", fix="give a file written by servetune"
@@ -152,6 +161,7 @@ def read_run(path: Path, data: dict[str, Any] | None = None) -> BenchRun:
         summary=summary,
         records=records,
         settings=body.get("settings") or {},
+        engine_time=split,
     )
 
 

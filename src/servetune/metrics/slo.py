@@ -8,26 +8,36 @@ Two kinds, both named as users write them:
   percentiles and rates. One run's figure is judged by `slo_miss` (the one comparison, both directions), a
   config's repeats by `missed_repeats` (the one rule across repeats: every repeat must meet the bound; see
   docs/metrics.md, "SLOs across repeats").
+
+Every bound is checked where it is read, by the rules here: `slo_problem` for an experiment's `slos:` and for
+`parse_slos` (a command line's `--slo NAME=VALUE`), `Slos` for `--goodput`; a latency bound is above 0 and at most
+`MAX_LATENCY_MS`, a fraction at most 1, a headroom percentage below 100.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from servetune.errors import ServetuneError
 from servetune.metrics.record import RequestRecord
+
+MAX_LATENCY_MS = 86_400_000.0
+"""The largest latency bound an SLO may set: a day. Every bound has a unit and a sane upper end (a fraction: 1; a
+percentage of headroom: below 100); a latency past a day is a typo (`1e308`), and the alert thresholds and
+goodput derived from it would mean nothing."""
 
 
 class Slos(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    ttft_ms: float | None = Field(None, gt=0)
-    tpot_ms: float | None = Field(None, gt=0)
-    e2el_ms: float | None = Field(None, gt=0)
-    max_itl_ms: float | None = Field(None, gt=0)
+    ttft_ms: float | None = Field(None, gt=0, le=MAX_LATENCY_MS, allow_inf_nan=False)
+    tpot_ms: float | None = Field(None, gt=0, le=MAX_LATENCY_MS, allow_inf_nan=False)
+    e2el_ms: float | None = Field(None, gt=0, le=MAX_LATENCY_MS, allow_inf_nan=False)
+    max_itl_ms: float | None = Field(None, gt=0, le=MAX_LATENCY_MS, allow_inf_nan=False)
 
     def met_by(self, r: RequestRecord) -> bool:
         if not r.ok:
@@ -59,7 +69,16 @@ class Slos(BaseModel):
                     f"bad SLO {item!r}",
                     "write SLOs as name:milliseconds with names ttft, tpot, e2el, itl (e.g. ttft:500 tpot:50)",
                 ) from None
-        return cls(**values)
+        try:
+            return cls(**values)
+        except ValidationError as err:
+            first = err.errors()[0]
+            name = {"ttft_ms": "ttft", "tpot_ms": "tpot", "e2el_ms": "e2el", "max_itl_ms": "itl"}[str(first["loc"][0])]
+            raise ServetuneError(
+                f"bad SLO {name}:{first['input']}: a latency bound must be a number of ms above 0 and at most "
+                f"{MAX_LATENCY_MS:,.0f} (a day)",
+                "write SLOs as name:milliseconds, e.g. ttft:500 tpot:50",
+            ) from None
 
 
 LATENCY_SLO_KEY = re.compile(r"^(ttft|tpot|itl|e2el)_p(50|90|95|99)_ms$")
@@ -75,13 +94,14 @@ def is_latency_slo(key: str) -> bool:
 def slo_problem(key: str, value: float) -> tuple[str, str] | None:
     """Why an SLO key or bound cannot be used (problem, fix), or None when it can. The one reading of SLO keys."""
     import difflib
-    import math
 
     if not math.isfinite(value) or value < 0:
         return f"{key} = {value} is not a usable bound", "give a finite number ≥ 0"
     if LATENCY_SLO_KEY.match(key):
         if value <= 0:
             return f"{key} = {value} can never be met", "a latency bound must be above 0 ms"
+        if value > MAX_LATENCY_MS:
+            return f"{key} = {value:g} ms is more than a day", f"give the bound in ms, at most {MAX_LATENCY_MS:,.0f}"
         if key.startswith(("tpot", "itl")) and value < 0.05:
             return f"{key} = {value} ms is below any engine's step time", "give the bound in ms"
         return None
@@ -95,6 +115,25 @@ def slo_problem(key: str, value: float) -> tuple[str, str] | None:
     close = difflib.get_close_matches(key, choices, n=1)
     hint = f"did you mean `{close[0]}`? " if close else ""
     return f"unknown SLO `{key}`", f"{hint}use {', '.join(choices)} (p50/p90/p95/p99)"
+
+
+def parse_slos(items: Sequence[str], option: str = "--slo") -> dict[str, float]:
+    """Run-level SLOs as a command line gives them (`ttft_p99_ms=500`, one per item), each judged by `slo_problem`
+    like an experiment's `slos:`: the one reading of SLOs typed on a command line."""
+    out: dict[str, float] = {}
+    for item in items:
+        key, equals, text = item.partition("=")
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not equals or not math.isfinite(value):
+            raise ServetuneError(f"bad {option} {item!r}", f"write NAME=NUMBER, e.g. {option} ttft_p99_ms=500")
+        problem = slo_problem(key.strip(), value)
+        if problem is not None:
+            raise ServetuneError(f"bad {option} {item!r}: {problem[0]}", problem[1])
+        out[key.strip()] = value
+    return out
 
 
 def request_slos(slos: dict[str, float]) -> Slos | None:

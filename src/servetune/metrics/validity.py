@@ -12,7 +12,12 @@ that are not what was asked, and a saturated run, in both directions:
   late loop's warning names what held it up (its own work, other processes on its CPU, or neither), because
   only the first is cured by less load;
 - the server was over-saturated in open loop: requests in flight and TTFT both grew over the measured phase
-  (GuideLLM's over-saturation signal), so the figures describe a growing queue, not a steady state.
+  (GuideLLM's over-saturation signal), so the figures describe a growing queue, not a steady state;
+- the server stalled inside the measured window: no stream received a token, all of them waiting at once, for
+  far longer than its ITL (`stalls.find_stalls` holds the rule and why its numbers), so the percentiles mix a
+  one-off event into the server's steady speed;
+- the measured window was not steady: a start-up transient still measured (another tool's run; servetune's own
+  count theirs as warm-up) or a trend that never settled (`steady.py`, AIPerf's MSER-5 and trend test).
 
 The client's own evidence (`ClientReport`) comes from the load generator; a run without it (the simulator's
 virtual run) is judged on its records alone.
@@ -28,6 +33,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from servetune.metrics.record import RequestRecord
+from servetune.metrics.stalls import Stall, find_stalls
+from servetune.metrics.steady import SteadyState, steady_state
 
 LATE_P99_MS = 10.0  # the client dispatched a request later than this against its schedule: it is saturated
 LOOP_LAG_P99_MS = 5.0  # a client event loop ran later than this (p99): its time stamps are late by as much
@@ -106,6 +113,19 @@ class Validity(BaseModel):
     client_limited: bool = False
     queue: QueueGrowth | None = None
     client: ClientReport | None = None
+    stalls: list[Stall] = []  # server stalls that touched measured requests
+    steady: SteadyState | None = None  # where the start-up transient ended, and whether the window still trends
+
+    def unsteady(self) -> list[str]:
+        """Why this run is no steady-state measurement, in short: a server stall in its measured window, a window
+        that was not steady. What `tune` measures again: a run after it would likely not repeat it."""
+        out = [
+            f"the server stalled {s.seconds:.2f} s at {s.at_s:.2f} s into a run ({s.requests} requests in flight)"
+            for s in self.stalls
+        ]
+        if self.steady is not None and not self.steady.steady:
+            out.append(self.steady.describe())
+        return out
 
 
 def check_validity(records: Sequence[RequestRecord], client: ClientReport | None = None) -> Validity:
@@ -178,6 +198,12 @@ def check_validity(records: Sequence[RequestRecord], client: ClientReport | None
         )
     if client is not None:
         warnings.extend(client.lost)
+    stalls = [s for s in find_stalls(records) if s.measured]
+    if stalls:
+        warnings.append(_stall_warning(stalls))
+    steady = steady_state(records)
+    if (unsteady := steady.warning()) is not None:
+        warnings.append(unsteady)
     return Validity(
         ok=not warnings,
         warnings=warnings,
@@ -201,6 +227,22 @@ def check_validity(records: Sequence[RequestRecord], client: ClientReport | None
         client_limited=bool(limited),
         queue=queue,
         client=client,
+        stalls=stalls,
+        steady=steady,
+    )
+
+
+def _stall_warning(stalls: Sequence[Stall]) -> str:
+    """What was seen (when, how long, how many requests), and what to do about it."""
+    each = "; ".join(
+        f"{s.seconds:.2f} s from {s.at_s:.2f} s into the run ({s.requests} requests in flight, {s.measured} measured)"
+        for s in stalls
+    )
+    return (
+        f"the server stalled {len(stalls)} time{'s' if len(stalls) > 1 else ''} in the measured window — no stream "
+        f"received a token for {each}: the figures mix that pause into the server's speed; run again with a longer "
+        "warm-up (an engine compiling kernels for new batch sizes stalls until it has seen them all), or look in the "
+        "server's log for what stopped it (compilation, swapping, preemption), or quiet a machine too busy to run it"
     )
 
 

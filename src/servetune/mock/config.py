@@ -74,6 +74,13 @@ class MockConfig:
     answer are sent as `reasoning_content` (a reasoning model). precise: wake a little early and spin to the
     exact send time, so the truth the server injects is exact to ~10 µs rather than the ~1 ms of the loop's
     timer resolution (costs a little server CPU).
+
+    pause_at_s, pause_s: a server-wide stall, as a real engine makes one while it compiles a kernel for a new batch
+    size: `pause_at_s` after the first generation request arrived, every stream stops for `pause_s` — a token due
+    in the pause leaves when it ends and each stream's later tokens move by as much, a request that arrives in it
+    starts when it ends. settle_requests, settle_ttft_ms: a warm-up transient, as a cold engine (caches, graphs,
+    allocators) shows one: the first generation request's TTFT is `settle_ttft_ms`, falling linearly to `ttft_ms`
+    over the first `settle_requests` requests (in the order they arrive).
     """
 
     model: str = "mock"
@@ -85,3 +92,15 @@ class MockConfig:
     precise: bool = True
     api_key: str | None = None  # when set, requests without `Authorization: Bearer <key>` get HTTP 401
     faults: tuple[Fault, ...] = field(default_factory=tuple)
+    pause_at_s: float | None = None
+    pause_s: float = 0.0
+    settle_requests: int = 0
+    settle_ttft_ms: float = 0.0
+
+    def ttft_s(self, request: int) -> float:
+        """The TTFT of generation request number `request` (0 the first), in seconds: `ttft_ms`, or on the way down
+        from `settle_ttft_ms` during the first `settle_requests`."""
+        if request >= self.settle_requests:
+            return self.ttft_ms / 1e3
+        left = 1 - request / self.settle_requests
+        return (self.ttft_ms + left * (self.settle_ttft_ms - self.ttft_ms)) / 1e3

@@ -189,7 +189,7 @@ class _Stream:
         self.prompt_tokens = _count_words(body)
         self.reasoning = min(cfg.reasoning_tokens, self.n) if chat else 0
         self.arrival, self.socket_wait = arrival, conn.socket_wait
-        self.t0 = arrival + cfg.ttft_ms / 1e3
+        self.t0 = arrival + cfg.ttft_s(conn.server.stats.requests - 1)
         self.itl = cfg.itl_ms / 1e3
         self.k = 0
         self.stalled = False
@@ -216,7 +216,17 @@ class _Stream:
 
     def start(self) -> None:
         self.conn.transport.write(_STREAM_HEAD)
-        self.conn.server.schedule(self.t0, self._tick)
+        self._next()
+
+    def _next(self) -> None:
+        """Schedules token `k` at t0 + k·itl; one due in the server's pause leaves when the pause ends, and the
+        stream's later tokens move by as much (the engine did no step meanwhile)."""
+        due = self.t0 + self.k * self.itl
+        pause = self.conn.server.pause()
+        if pause is not None and pause[0] <= due < pause[1]:
+            self.t0 += pause[1] - due
+            due = pause[1]
+        self.conn.server.schedule(due, self._tick)
 
     def _tick(self) -> None:
         conn = self.conn
@@ -228,7 +238,7 @@ class _Stream:
             if kind == "stall" and not self.stalled:
                 self.stalled = True
                 self.t0 += fault.seconds
-                conn.server.schedule(self.t0 + k * self.itl, self._tick)
+                self._next()
                 return
             if kind == "error_event":
                 err = json.dumps({"error": {"message": "mock error event", "type": "InternalServerError", "code": 500}})
@@ -257,7 +267,7 @@ class _Stream:
         conn.server.stats.generation_tokens += 1
         self.k = k + 1
         if not last:
-            conn.server.schedule(self.t0 + self.k * self.itl, self._tick)
+            self._next()
             return
         if self.usage:
             usage: dict[str, Any] = {
@@ -377,6 +387,15 @@ class MockServer:
         self.loop = asyncio.get_running_loop()
         self._server: asyncio.AbstractServer | None = None
         self.stamping: dict[int, _StampingSocket] = {}  # the listener's accepted sockets (precise mode)
+        self.first_arrival: float | None = None  # loop time of the first generation request (the pause counts from it)
+
+    def pause(self) -> tuple[float, float] | None:
+        """The server-wide pause (`MockConfig.pause_at_s`) as (start, end) in loop time, once it can be placed."""
+        cfg = self.config
+        if cfg.pause_at_s is None or not cfg.pause_s or self.first_arrival is None:
+            return None
+        start = self.first_arrival + cfg.pause_at_s
+        return start, start + cfg.pause_s
 
     def schedule(self, when: float, callback: Callable[[], None]) -> None:
         """Runs `callback` at loop time `when`; with `precise`, wakes ~1.5 ms early and spins to the exact time."""
@@ -437,6 +456,8 @@ class MockServer:
                 )
             )
         arrival = self.loop.time() if arrival is None else arrival
+        if self.first_arrival is None:
+            self.first_arrival = arrival
         self.stats.requests += 1
         fault = self._fault_for(body)
         if fault is not None and fault.kind == "status":
@@ -448,8 +469,11 @@ class MockServer:
         stream = _Stream(conn, body, chat, fault, arrival)
         if body.get("stream"):
             return stream.start()
-        delay = stream.t0 + (stream.n - 1) * stream.itl
-        self.schedule(delay, lambda: self._answer(conn, stream))
+        done = stream.t0 + (stream.n - 1) * stream.itl
+        pause = self.pause()
+        if pause is not None and arrival < pause[1] and done > pause[0]:  # the pause falls inside its generation
+            done += pause[1] - max(pause[0], arrival)
+        self.schedule(done, lambda: self._answer(conn, stream))
 
     def _answer(self, conn: _Connection, stream: _Stream) -> None:
         """A non-streamed answer, sent when the last token would have been."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from servetune.process.interrupts import run_coroutine
 MAX_BODY_BYTES = 1 << 20
 STATE_FILE = "serve.json"
 """In the run folder while `servetune serve` runs: its pid, proxy and control URLs."""
+LOCK_FILE = "serve.lock"
+"""In the run folder: the lock the running serve holds (flock), and who it is; one serve per run folder."""
 TOKEN_FILE = "control.token"
 """In the run folder (mode 0600) while `servetune serve` runs: the bearer token of POST /switch."""
 
@@ -70,6 +73,14 @@ class ControlServer:
 
     def stop(self) -> None:
         self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def alive(self) -> bool:
+        """True while the server's thread serves (an error inside `serve_forever` ends it)."""
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        """Releases the port of a server whose thread has ended (`stop` would wait for that thread)."""
         self.httpd.server_close()
 
     def switch(self, body: bytes) -> tuple[int, dict[str, Any]]:
@@ -141,16 +152,21 @@ def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float | None = N
         state = json.loads((run_dir / STATE_FILE).read_text())
         token = (run_dir / TOKEN_FILE).read_text().strip()
         wait_s = timeout_s if timeout_s is not None else float(state["switch_timeout_s"])
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        if not (math.isfinite(wait_s) and wait_s > 0):
+            raise ValueError(f"its {STATE_FILE} has switch_timeout_s {wait_s}")
+        url = state["control_url"]
+        client = ControlClient(url, api_key=token, timeouts=ControlTimeouts(total_s=wait_s))
+    except (OSError, ValueError, KeyError, TypeError, ServetuneError) as err:
+        # no state, or one no running serve wrote (a stale or broken serve.json): nothing to ask
+        why = f"its {STATE_FILE} has no {err}" if isinstance(err, KeyError) else str(err).splitlines()[0]
         raise ServetuneError(
-            f"no running `servetune serve` in {run_dir} ({err})", "pass the --run-dir of the running serve"
-        ) from err
-    client = ControlClient(state["control_url"], api_key=token, timeouts=ControlTimeouts(total_s=wait_s))
+            f"no running `servetune serve` in {run_dir} ({why})", "pass the --run-dir of the running serve"
+        ) from None
     try:
         status, answer = run_coroutine(client.post_json("/switch", {"config": cfg.model_dump(mode="json")}))
     except ControlError as err:
         raise ServetuneError(
-            f"cannot reach the running serve at {state['control_url']}: {err.problem}",
+            f"cannot reach the running serve at {url}: {err.problem}",
             "is `servetune serve` still running?",
         ) from None
     if status != 200:

@@ -32,8 +32,9 @@ from servetune.engines.config import SECRET_ENV, EngineConfig, secret_env
 from servetune.engines.models import resolve_model
 from servetune.engines.registry import adapter_for
 from servetune.errors import ServetuneError
+from servetune.hardware.gpus import parse_gpu_arg
 from servetune.operate import alerts, proxy
-from servetune.operate.deploy_args import MAX_COLD_START_S, DeployArgs
+from servetune.operate.deploy_args import MAX_COLD_START_S, MAX_GPUS, DeployArgs
 from servetune.operate.evidence import Evidence
 from servetune.operate.sizing import (
     PROBE_PERIOD_S,
@@ -112,8 +113,7 @@ class DeployInputs(BaseModel):
         mml = evidence.max_model_len or _flag_len(cfg) or Sized(value=4096, source="no max_model_len known")
         longest = evidence.longest_request or planned.get("longest") or Sized(value=150, source="nothing measured")
         version = cfg.version or planned.get("version")
-        count = gpus or evidence.gpu_count
-        gpu_name = gpu or evidence.gpu
+        gpu_name, count = _gpus(gpu, gpus, evidence)
         return cls(
             name=name,
             cfg=cfg.model_copy(update={"version": version}),
@@ -193,6 +193,26 @@ def _deployable(cfg: EngineConfig, where: str) -> EngineConfig:
             "point model: at the .gguf file (or use `tiny`, servetune's tiny model)",
         )
     return cfg
+
+
+def _gpus(gpu: str | None, gpus: int | None, evidence: Evidence) -> tuple[str | None, int]:
+    """The GPU type and the GPUs per replica: `--gpu NAME[xN]` read by the one reader of GPU arguments (an unknown
+    name is an error with the catalog's suggestion, its count is used), `--gpus N`, else what the source says."""
+    name, count = evidence.gpu, gpus if gpus is not None else evidence.gpu_count
+    if gpu is not None:
+        choice = parse_gpu_arg(gpu)
+        if choice.counted and gpus is not None and gpus != choice.count:
+            raise ServetuneError(
+                f"--gpu {gpu} says {choice.count} GPU(s) per replica and --gpus says {gpus}",
+                "give the count once: --gpu NAMExN, or --gpu NAME --gpus N",
+            )
+        name, count = choice.gpu.name, choice.count if choice.counted else count
+    if not 1 <= count <= MAX_GPUS:
+        raise ServetuneError(
+            f"{count} GPUs per replica: deploy writes files for 1 to {MAX_GPUS} GPUs on one host",
+            "give the GPUs one replica runs on, e.g. --gpus 2 or --gpu H200x2",
+        )
+    return name, count
 
 
 def _cold_start(value: float) -> float:
@@ -342,12 +362,8 @@ def _header(inp: DeployInputs, what: str, extra: Sequence[str] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-    return path
+File = tuple[Path, str]
+"""A deployment file built in memory: where it goes, and its text."""
 
 
 class _Dumper(yaml.SafeDumper):
@@ -376,7 +392,7 @@ def _compose_value(value: Any) -> Any:
     return value
 
 
-def compose(inp: DeployInputs, dest: Path) -> list[Path]:
+def compose(inp: DeployInputs, dest: Path) -> list[File]:
     launch = _launch(inp)
     host_dir, mount, _ = _model_mount(inp)
     env: dict[str, Word] = {**dict(launch.env), **{k: EnvRef(k) for k in launch.secrets}}
@@ -448,20 +464,20 @@ def compose(inp: DeployInputs, dest: Path) -> list[Path]:
     ai = inp.alert_inputs(supervised=False)
     secrets = [*launch.secrets, "MODEL_DIR (optional: the model folder on the host)"]
     return [
-        _write(
+        (
             dest / "compose.yaml",
             _header(inp, "docker compose file", [f"from the environment or .env: {', '.join(secrets)}"]) + _dump(doc),
         ),
-        _write(
+        (
             dest / "nginx.conf",
             proxy.render(settings, {"main": f"127.0.0.1:{ENGINE_PORT}"}, sources=inp.sources()),
         ),
-        _write(dest / "alerts.yml", alerts.rules_yaml(ai)),
-        _write(
+        (dest / "alerts.yml", alerts.rules_yaml(ai)),
+        (
             dest / "prometheus.yml",
             alerts.scrape_config(inp.name, [f"engine:{ENGINE_PORT}"], [], ["alerts.yml"]),
         ),
-        _write(
+        (
             dest / "grafana/provisioning/datasources/prometheus.yml",
             _dump(
                 {
@@ -472,7 +488,7 @@ def compose(inp: DeployInputs, dest: Path) -> list[Path]:
                 }
             ),
         ),
-        _write(
+        (
             dest / "grafana/provisioning/dashboards/servetune.yml",
             _dump(
                 {
@@ -483,7 +499,7 @@ def compose(inp: DeployInputs, dest: Path) -> list[Path]:
                 }
             ),
         ),
-        _write(dest / "grafana/dashboards/servetune.json", json.dumps(alerts.dashboard(ai), indent=1) + "\n"),
+        (dest / "grafana/dashboards/servetune.json", json.dumps(alerts.dashboard(ai), indent=1) + "\n"),
     ]
 
 
@@ -496,7 +512,7 @@ def _k8s_word(word: Word) -> str:
     return word.replace("$(", "$$(")
 
 
-def kubernetes(inp: DeployInputs, dest: Path) -> list[Path]:
+def kubernetes(inp: DeployInputs, dest: Path) -> list[File]:
     launch = _launch(inp)
     labels = {"app.kubernetes.io/name": inp.name, "app.kubernetes.io/managed-by": "servetune"}
     startup, deadline = inp.startup(), inp.liveness()
@@ -600,7 +616,7 @@ def kubernetes(inp: DeployInputs, dest: Path) -> list[Path]:
         keys = ", ".join(f"{k.lower().replace('_', '-')}" for k in launch.secrets)
         notes.append(f"Secret {secret_name} (create it first) holds the keys {keys}")
     text = _header(inp, "Kubernetes manifests", notes) + "\n---\n".join(_dump(d) for d in docs)
-    return [_write(dest / f"{inp.name}.yaml", text)]
+    return [(dest / f"{inp.name}.yaml", text)]
 
 
 # ---- systemd ----------------------------------------------------------------------------------------------------
@@ -644,7 +660,7 @@ def _systemd_secrets(cfg: EngineConfig) -> tuple[EngineConfig, list[str]]:
     return cfg.model_copy(update={"flags": flags, "env": env}), list(dict.fromkeys(variables))
 
 
-def systemd(inp: DeployInputs, dest: Path) -> list[Path]:
+def systemd(inp: DeployInputs, dest: Path) -> list[File]:
     cfg, secret = _systemd_secrets(inp.cfg.model_copy(update={"model": inp.given_model}))
     conf_dir, state_dir = f"/etc/servetune/{inp.name}", f"/var/lib/servetune/{inp.name}"
     engine_yaml = cfg.model_dump(mode="json", exclude_none=True)
@@ -687,18 +703,18 @@ def systemd(inp: DeployInputs, dest: Path) -> list[Path]:
     ]
     ai = inp.alert_inputs(supervised=True)
     return [
-        _write(dest / f"servetune-{inp.name}.service", "\n".join(unit) + "\n"),
-        _write(dest / "engine.yaml", _header(inp, "engine config") + _dump(engine_yaml)),
-        _write(
+        (dest / f"servetune-{inp.name}.service", "\n".join(unit) + "\n"),
+        (dest / "engine.yaml", _header(inp, "engine config") + _dump(engine_yaml)),
+        (
             dest / f"{inp.name}.env.example",
             "# Copy to " + f"{conf_dir}/{inp.name}.env (chmod 600) and fill in:\n" + "".join(f"{k}=\n" for k in secret),
         ),
-        _write(dest / "alerts.yml", alerts.rules_yaml(ai)),
-        _write(
+        (dest / "alerts.yml", alerts.rules_yaml(ai)),
+        (
             dest / "prometheus.yml",
             alerts.scrape_config(inp.name, [f"127.0.0.1:{PROXY_PORT}"], [f"127.0.0.1:{CONTROL_PORT}"], ["alerts.yml"]),
         ),
-        _write(dest / "grafana-dashboard.json", json.dumps(alerts.dashboard(ai), indent=1) + "\n"),
+        (dest / "grafana-dashboard.json", json.dumps(alerts.dashboard(ai), indent=1) + "\n"),
     ]
 
 
@@ -717,11 +733,20 @@ def deploy(args: DeployArgs) -> list[Path]:
 
 
 def write_deployment(inp: DeployInputs, dest: Path, targets: tuple[str, ...]) -> list[Path]:
-    """Writes the chosen targets into dest/<target>/; returns the files written."""
-    writers = {"compose": compose, "kubernetes": kubernetes, "systemd": systemd}
+    """Writes the chosen targets into dest/<target>/; returns the files written. Every target's files are built in
+    memory first: a target that refuses the config (systemd and a secret flag the engine reads from no variable)
+    stops the command before any file of any target is written, so no half deployment is left to be mistaken for
+    a whole one."""
+    builders = {"compose": compose, "kubernetes": kubernetes, "systemd": systemd}
+    files = [f for t in targets for f in builders[t](inp, dest / t)]
     try:
-        return [p for t in targets for p in writers[t](inp, dest / t)]
+        for path, text in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text)
+            tmp.replace(path)
     except OSError as err:
         raise ServetuneError(
             f"cannot write the deployment files into {dest}: {err.strerror}", "pass a writable --out"
         ) from err
+    return [path for path, _ in files]

@@ -4,13 +4,13 @@ the targets it writes. The command's options are generated from these fields, so
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from servetune.errors import ServetuneError
+from servetune.metrics.slo import parse_slos
 
 TARGETS = ("compose", "kubernetes", "systemd")
 MAX_GPUS = 64
@@ -50,8 +50,10 @@ class DeployArgs(BaseModel):
         TARGETS, description=f"Files to write: {', '.join(TARGETS)} or all", json_schema_extra={"flags": ["--target"]}
     )
     out: Path | None = Field(None, description="Output folder (default: SOURCE/deploy for a folder, else ./deploy)")
-    gpu: str | None = Field(None, description="GPU type (default: from the tuning folder or plan)")
-    gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GPUs per replica")
+    gpu: str | None = Field(
+        None, description="GPU type, NAME[xN] as plan takes it (default: from the tuning folder or plan)"
+    )
+    gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GPUs per replica (or N in --gpu NAMExN)")
     cold_start_s: float | None = Field(
         None,
         gt=0,
@@ -63,7 +65,7 @@ class DeployArgs(BaseModel):
     cold_start_source: str | None = Field(None, description="Where --cold-start-s came from (one line)")
     name: str = Field("servetune", description="Name of the deployment, its services and its unit")
     slo: tuple[str, ...] = Field(
-        (), description="An SLO the alerts use, NAME_ms=MILLISECONDS as in an experiment's slos, e.g. ttft_p99_ms=500"
+        (), description="An SLO the alerts use, NAME=VALUE as in an experiment's slos, e.g. ttft_p99_ms=500"
     )
 
     @field_validator("target")
@@ -74,19 +76,12 @@ class DeployArgs(BaseModel):
     @field_validator("slo")
     @classmethod
     def _slos(cls, items: tuple[str, ...]) -> tuple[str, ...]:
-        for item in items:
-            key, _, value = item.partition("=")
-            try:
-                number = float(value)
-            except ValueError:
-                number = math.nan
-            if not key.endswith("_ms") or not math.isfinite(number) or number <= 0:
-                raise ServetuneError(f"bad --slo {item!r}", "write NAME_ms=POSITIVE, e.g. --slo ttft_p99_ms=500")
+        parse_slos(items)
         return items
 
     def slos(self) -> dict[str, float]:
-        """`ttft_p99_ms=500` items → {"ttft_p99_ms": 500.0}."""
-        return {key: float(value) for key, _, value in (item.partition("=") for item in self.slo)}
+        """`ttft_p99_ms=500` items → {"ttft_p99_ms": 500.0}, each read and bounded by `parse_slos`."""
+        return parse_slos(self.slo)
 
     def dest(self) -> Path:
         return self.out or (self.source / "deploy" if self.source.is_dir() else Path("deploy"))

@@ -67,13 +67,28 @@ def terminal_line(event: dict[str, Any]) -> str | None:
     if kind == "state" and event.get("state") == "backoff":
         return f"{role} restarts in {event.get('delay_s')} s (attempt {event.get('attempt')})"
     if kind == "start_failed":
-        return f"{role} failed to start: {event.get('cause')}: {event.get('excerpt')} (log {event.get('log')})"
+        return f"{role} failed to start: {event.get('cause')}: {event.get('excerpt')} ({_log(event)})"
     if kind == "died":
         return f"{role} engine pid {event.get('pid')} died: {event.get('cause')} (log {event.get('log')})"
     if kind == "hung":
         return f"{role} engine pid {event.get('pid')} hung: no answer within {event.get('deadline_s')} s; restarting"
+    if kind == "nginx_died":
+        cause, log = event.get("cause"), event.get("log")
+        return f"nginx pid {event.get('pid')} died: {cause}; not ready until it is back (log {log})"
+    if kind == "nginx_restart_failed":
+        why = str(event.get("reason", "")).partition("\n")[0]
+        return f"nginx did not start again (attempt {event.get('attempt')}); retry in {event.get('delay_s')} s: {why}"
+    if kind == "nginx_restarted":
+        return f"nginx back after {event.get('down_s')} s: pid {event.get('nginx_pid')} at {event.get('proxy_url')}"
+    if kind in ("control_restarted", "control_restart_failed"):
+        what = "started again" if kind == "control_restarted" else f"could not start again: {event.get('reason')}"
+        return f"control server {event.get('url')} {what}"
     if kind == "fallback":
-        return f"{role}: {event.get('failures')} failures in {event.get('window_s')} s: fallback ({event.get('how')})"
+        why = event.get("why") or f"{event.get('failures')} failures in {event.get('window_s')} s"
+        return f"{role}: {why}: fallback ({event.get('how')})"
+    if kind == "gave_up":
+        hint = f" Fix: {event['hint']}" if event.get("hint") else ""
+        return f"{event.get('reason')}; servetune serve stops (exit 1) ({_log(event)}).{hint}"
     if kind == "fallback_ready":
         return f"{role} fallback ready; it gives up: {event.get('gives_up')}"
     if kind == "switch_started":
@@ -89,6 +104,11 @@ def terminal_line(event: dict[str, Any]) -> str | None:
             "no process left" if event.get("clean") else "some processes survived (see the stopped event)"
         )
     return None
+
+
+def _log(event: dict[str, Any]) -> str:
+    """Where the proof is: the engine's log, or why there is none (no process was started: a missing model)."""
+    return f"log {event['log']}" if event.get("log") else "no log: no engine process was started"
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """The supervisor's own Prometheus series, served beside the engine's (`/metrics` of the control server).
 
 Names start with `servetune_`; the alert rules and the Grafana dashboard (alerts.py) use exactly these, so the
-names live here once: `STATE`, `RESTARTS`, `PROBE_SECONDS`, `LAST_RESTART`, `SWITCHES`, `UP`.
+names live here once: `STATE`, `RESTARTS`, `PROBE_SECONDS`, `LAST_RESTART`, `SWITCHES`, `UP`, `PROXY_UP`,
+`PROXY_RESTARTS`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ LAST_RESTART = "servetune_seconds_since_last_restart"
 SWITCHES = "servetune_switches"
 UP = "servetune_engine_up"
 FALLBACK = "servetune_fallback_active"
+PROXY_UP = "servetune_proxy_up"
+PROXY_RESTARTS = "servetune_proxy_restarts"
 PROBE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
@@ -38,6 +41,10 @@ class SupervisorMetrics:
         )
         self.switches = Counter(SWITCHES, "Blue-green switches by result", ["result"], registry=self.registry)
         self.fallback = Gauge(FALLBACK, "1 while the role runs its fallback profile", ["role"], registry=self.registry)
+        self.proxy_up = Gauge(PROXY_UP, "1 while servetune's nginx runs before the engines", registry=self.registry)
+        self.proxy_restarts = Counter(
+            PROXY_RESTARTS, "nginx restarts after it died, by cause", ["cause"], registry=self.registry
+        )
         self._last_restart: dict[str, float] = {}
         self._since = Gauge(
             LAST_RESTART, "Seconds since the role's engine last (re)started", ["role"], registry=self.registry

@@ -185,6 +185,10 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+class NginxGone(ServetuneError):
+    """nginx's master is not running (killed, or died on its own): the supervisor restarts it, nothing else."""
+
+
 def _holding(pids: set[int], inode: str) -> bool:
     """True while one of `pids` has the socket `inode` open."""
     target = f"socket:[{inode}]"
@@ -246,6 +250,7 @@ class Nginx:
         tmp.replace(self.conf)
 
     def start(self, upstreams: dict[str, str | None], timeout_s: float = 10.0) -> None:
+        """Starts nginx with a config for `upstreams`; returns once its own master holds the listening socket."""
         self._write(upstreams)
         self.upstreams = dict(upstreams)
         argv = [
@@ -254,19 +259,34 @@ class Nginx:
             *("-g", "daemon off;"),
         ]
         self.group = ProcessGroup.start(argv, log_path=self.prefix / "nginx.out")
-        host, _, port = self.settings.listen.rpartition(":")
         deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with socket.create_connection((host, int(port)), timeout=0.5):
-                    return
-            except OSError:
-                pass
+        while not self.listening():
             if not self.group.alive() or time.monotonic() > deadline:
                 err = (self.prefix / "error.log").read_text(errors="replace")[-1500:]
                 self.group.stop(grace_s=2)
                 raise ServetuneError(f"nginx did not start on {self.settings.listen}:\n{err}", "see the error above")
             time.sleep(0.02)
+
+    def alive(self) -> bool:
+        """True while nginx's master process runs."""
+        return self.group is not None and self.group.alive()
+
+    def listening(self) -> bool:
+        """True while a process of nginx's own group holds the listening socket. A connection that succeeds is not
+        proof: another program may have taken the port while nginx was down (nginx then retries its bind for
+        2.5 s and exits)."""
+        if self.group is None:
+            return False
+        inodes = self._listener_inodes()
+        if inodes is None:  # no /proc/net/tcp to read: a connection is the best proof there is
+            host, _, port = self.settings.listen.rpartition(":")
+            try:
+                with socket.create_connection((host, int(port)), timeout=0.5):
+                    return True
+            except OSError:
+                return False
+        members = set(self.group.members())
+        return any(_holding(members, inode) for inode in inodes)
 
     def workers(self) -> set[int]:
         """Pids of the worker processes (the group's members other than the master)."""
@@ -277,15 +297,20 @@ class Nginx:
     def apply(self, upstreams: dict[str, str | None], timeout_s: float = 10.0) -> set[int]:
         """Validates and loads a new config; returns the old workers (they exit once their requests are done)."""
         if self.group is None or not self.group.alive():
-            raise ServetuneError("nginx is not running", "restart `servetune serve`")
+            raise NginxGone("nginx is not running", "the supervisor restarts it")
         old = self.workers()
         self._write(upstreams)
-        os.kill(self.group.pid, signal.SIGHUP)  # the master re-reads the config; our own child, by pid
+        try:
+            os.kill(self.group.pid, signal.SIGHUP)  # the master re-reads the config; our own child, by pid
+        except ProcessLookupError:
+            raise NginxGone("nginx died before its reload", "the supervisor restarts it") from None
         deadline = time.monotonic() + timeout_s
         listener = self._listener_inode()
         # In force once a new worker runs and no old worker holds the listening socket any more (an old worker
         # that has not yet handled its QUIT would still accept connections and serve them with the old config).
         while not (self.workers() - old) or (listener and _holding(old, listener)):
+            if not self.group.alive():
+                raise NginxGone("nginx died during its reload", "the supervisor restarts it")
             if time.monotonic() > deadline:
                 raise ServetuneError("nginx did not take the new config", f"read {self.prefix / 'error.log'}")
             time.sleep(0.002)
@@ -294,17 +319,17 @@ class Nginx:
 
     def _listener_inode(self) -> str | None:
         """The inode of nginx's listening socket (from /proc/net/tcp), to see which workers still accept."""
-        port = self.settings.listen.rpartition(":")[2]
-        want = f"{int(port):04X}"
+        found = self._listener_inodes()
+        return found[0] if found else None
+
+    def _listener_inodes(self) -> list[str] | None:
+        """The inodes of the sockets listening on nginx's port (None: /proc/net/tcp cannot be read)."""
+        want = f"{int(self.settings.listen.rpartition(':')[2]):04X}"
         try:
             rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
         except OSError:
             return None
-        for row in rows:
-            cols = row.split()
-            if cols[1].endswith(":" + want) and cols[3] == "0A":
-                return cols[9]
-        return None
+        return [cols[9] for cols in (row.split() for row in rows) if cols[1].endswith(":" + want) and cols[3] == "0A"]
 
     def wait_gone(self, pids: set[int], timeout_s: float) -> bool:
         """True once every pid in `pids` has exited (old workers: their in-flight requests are finished)."""

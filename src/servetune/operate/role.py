@@ -29,6 +29,8 @@ class Role:
     state: str = "starting"
     deaths: deque[float] = field(default_factory=deque)
     attempt: int = 0
+    failed_starts: int = 0
+    """Starts in a row that never became ready (reset once one does): what gives up."""
     next_start: float = 0.0
     ready_at: float = 0.0
     primary_capacity: Capacity | None = None

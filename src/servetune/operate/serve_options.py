@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from servetune.errors import from_validation_error
+from servetune.hardware.gpus import MAX_GPUS
 from servetune.operate.evidence import Evidence, Sized
 from servetune.operate.sizing import (
     COLD_START_HEADROOM,
@@ -23,6 +24,15 @@ DEFAULT_STARTUP_S = 600.0
 DEFAULT_LIVENESS_DEADLINE_S = 10.0
 DEFAULT_READ_TIMEOUT_S = 600.0
 """Where the source measured nothing (an engine config, a command line)."""
+DAY_S = 86400.0
+"""The longest wait any option may set (a startup, a drain, a timeout, a window): longer is a typo, and past it
+threads' waits and nginx's timers overflow (`--drain 1e300` made nginx refuse its config)."""
+HOUR_S = 3600.0
+"""The longest period or delay between two of serve's own actions (a probe, a restart)."""
+MAX_COUNT = 1000
+"""The most misses or failures in a row an option may ask for."""
+MAX_TOKENS = 10_000_000
+"""More prompt tokens than any model's context."""
 
 
 def _flags(*names: str) -> dict[str, Any]:
@@ -49,54 +59,72 @@ class ServeOptions(BaseModel):
     startup_timeout_s: float | None = Field(
         None,
         gt=0,
+        le=DAY_S,
         allow_inf_nan=False,
         description=f"A starting engine's time to serve (default: {COLD_START_HEADROOM:g} x the measured cold start, "
         f"else {DEFAULT_STARTUP_S:g})",
     )
-    liveness_period_s: float = Field(5.0, gt=0, allow_inf_nan=False, description="Time between liveness probes")
+    liveness_period_s: float = Field(
+        5.0, gt=0, le=HOUR_S, allow_inf_nan=False, description="Time between liveness probes"
+    )
     liveness_deadline_s: float | None = Field(
         None,
         gt=0,
+        le=HOUR_S,
         allow_inf_nan=False,
         description=f"A liveness probe's deadline (default: {LIVENESS_TTFT_HEADROOM:g} x the measured p99 TTFT, "
         f"else {DEFAULT_LIVENESS_DEADLINE_S:g})",
     )
-    liveness_failures: int = Field(2, ge=1, description="Missed liveness probes in a row that mean hung")
-    backoff_base_s: float = Field(1.0, gt=0, allow_inf_nan=False, description="First restart delay (doubles)")
-    backoff_max_s: float = Field(60.0, gt=0, allow_inf_nan=False, description="Longest restart delay")
+    liveness_failures: int = Field(2, ge=1, le=MAX_COUNT, description="Missed liveness probes in a row that mean hung")
+    backoff_base_s: float = Field(
+        1.0, gt=0, le=HOUR_S, allow_inf_nan=False, description="First restart delay (doubles)"
+    )
+    backoff_max_s: float = Field(60.0, gt=0, le=HOUR_S, allow_inf_nan=False, description="Longest restart delay")
     stable_after_s: float = Field(
-        60.0, gt=0, allow_inf_nan=False, description="An engine up this long resets the backoff"
+        60.0, gt=0, le=DAY_S, allow_inf_nan=False, description="An engine up this long resets the backoff"
+    )
+    give_up_starts: int = Field(
+        5,
+        ge=1,
+        le=MAX_COUNT,
+        description="Failed starts in a row after which serve stops (exit 1), once the fallback failed too; "
+        "a failure no restart cures (model missing, a flag refused) stops it at once",
+        json_schema_extra=_flags("give-up"),
     )
     crash_loop_failures: int = Field(
         3,
         ge=1,
+        le=MAX_COUNT,
         description="Failures within --crash-window that switch to the fallback",
         json_schema_extra=_flags("crash-loop"),
     )
     crash_loop_window_s: float = Field(
         300.0,
         gt=0,
+        le=DAY_S,
         allow_inf_nan=False,
         description="The crash loop's window",
         json_schema_extra=_flags("crash-window"),
     )
     drain_s: float = Field(
-        30.0, ge=0, allow_inf_nan=False, description="Time in-flight streams get on SIGTERM or a switch"
+        30.0, ge=0, le=DAY_S, allow_inf_nan=False, description="Time in-flight streams get on SIGTERM or a switch"
     )
     stop_grace_s: float = Field(
-        10.0, ge=0, allow_inf_nan=False, description="Time an engine gets from SIGTERM to SIGKILL"
+        10.0, ge=0, le=HOUR_S, allow_inf_nan=False, description="Time an engine gets from SIGTERM to SIGKILL"
     )
     accept_long_tokens: int | None = Field(
         None,
         ge=0,
+        le=MAX_TOKENS,
         description="Prompt tokens of the acceptance probe's long step (default: half of max_model_len; 0 skips it)",
     )
     long_prompt_tokens: int | None = Field(
-        None, ge=1, description="Prompts above this many tokens go to the --long engine"
+        None, ge=1, le=MAX_TOKENS, description="Prompts above this many tokens go to the --long engine"
     )
     read_timeout_s: float | None = Field(
         None,
         gt=0,
+        le=DAY_S,
         allow_inf_nan=False,
         description=f"nginx's read timeout (default: {READ_TIMEOUT_HEADROOM:g} x the longest measured request, "
         f"else {DEFAULT_READ_TIMEOUT_S:g})",
@@ -160,7 +188,7 @@ class ServeArgs(ServeOptions):
     )
     fallback: Path | None = Field(None, description="Fallback engine config after a crash loop")
     gpu: str | None = Field(None, description="GPU type, for the planned fallback (vLLM)")
-    gpus: int | None = Field(None, ge=1, description="GPUs the config runs on (planned fallback)")
+    gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GPUs the config runs on (planned fallback)")
     long: Path | None = Field(None, description="Engine config of the dedicated long-prompt upstream")
 
     def options(self, evidence: Evidence) -> ServeOptions:

@@ -10,6 +10,12 @@ liveness probes, the control server — and hand their findings to the main loop
   switched to the fast 503, and it is restarted after an exponential backoff; K deaths within T seconds switch
   the role to its fallback profile, and the event log says what capacity that gives up;
 - an engine whose liveness probe misses its deadline is hung: killed and restarted the same way;
+- a role whose starts keep failing gives up: after `give_up_starts` failed starts in a row, or at once for a
+  failure no restart cures (a missing model, a refused flag), it switches to its fallback, and once there is
+  none left serve stops with exit 1 and the reason (`gave_up`): retrying forever would hide the fault;
+- nginx and the control server are parts too: a dead nginx (killed, or died on its own) is restarted with the
+  current config after the same backoff, and `/readyz` says not ready until it listens again; a control
+  server whose thread ended is started again on its port;
 - a switch request (control server) runs the blue-green procedure (switch.py);
 - SIGTERM/SIGINT: nginx stops accepting and drains the in-flight streams up to the deadline, then the
   engines stop, and the teardown reports prove that no process is left.
@@ -24,23 +30,25 @@ import secrets as pysecrets
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 from servetune.control.liveness import ProbeOutcome
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
-from servetune.engines.failures import EngineLaunchError, classify_log
+from servetune.engines.failures import RESTART_CANNOT_CURE, EngineLaunchError, classify_log
 from servetune.engines.launch import RunningEngine, launch
 from servetune.errors import ServetuneError
+from servetune.fileio import lock_folder
 from servetune.operate.acceptance import accept, bytes_per_token
-from servetune.operate.control import STATE_FILE, TOKEN_FILE, ControlServer, SwitchRequest
+from servetune.operate.control import LOCK_FILE, STATE_FILE, TOKEN_FILE, ControlServer, SwitchRequest
 from servetune.operate.events import EventLog
 from servetune.operate.evidence import Sized
 from servetune.operate.fallback import Fallback, capacity_of_facts, gives_up
 from servetune.operate.liveness import Liveness
 from servetune.operate.metrics import SupervisorMetrics
-from servetune.operate.proxy import Nginx, ProxySettings, upstream_keepalive
+from servetune.operate.proxy import Nginx, NginxGone, ProxySettings, upstream_keepalive
 from servetune.operate.role import Hung, Role
 from servetune.operate.serve_options import ServeOptions
 from servetune.operate.sizing import long_prompt_bytes
@@ -92,10 +100,18 @@ class Supervisor:
         self.nginx: Nginx | None = None
         self.control: ControlServer | None = None
         self._stop_signal: int | None = None
+        self.gave_up: str | None = None
+        """Why serve stopped on its own (a role or nginx that cannot start); None while it runs."""
         self._in_launch = False
         self._pending: RunningEngine | None = None
         self._bytes_per_token: Sized | None = None
         self.teardown: dict[str, Any] = {}
+        self._lock: IO[str] | None = None
+        """The run folder's lock file, held open while this serve runs."""
+        self._proxy_down_since: float | None = None
+        """When nginx was found dead (None while it runs)."""
+        self._proxy_attempt = 0
+        self._proxy_next_start = 0.0
 
     def _engines(self) -> list[str]:
         """Every engine this supervisor may put behind the proxy: each role's, and its fallback's."""
@@ -106,14 +122,14 @@ class Supervisor:
     def run(self) -> int:
         self._setup()
         try:
-            while self._stop_signal is None:
+            while self._stop_signal is None and self.gave_up is None:
                 self._tick()
                 self._drain_queue(TICK_S)
         except _StopNow:
             pass
         finally:
             self._shutdown()
-        return 0
+        return 1 if self.gave_up else 0
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
         """Asks the main loop to drain and stop (what SIGTERM does)."""
@@ -130,6 +146,7 @@ class Supervisor:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ServetuneError(f"cannot create the run folder {self.run_dir}: {err.strerror}") from err
+        self._lock = lock_folder(self.run_dir, LOCK_FILE, self._refuse_run_dir)
         self.events = EventLog(self.run_dir / "events.jsonl", self.redactor, echo=self.say)
         port = self.options.listen_port or free_port()
         settings = ProxySettings(
@@ -141,6 +158,7 @@ class Supervisor:
         )
         self.nginx = Nginx(self.run_dir / "nginx", settings)
         self.nginx.start(self._upstreams())
+        self.metrics.proxy_up.set(1)
         # After the first process group started: the reaper's SIGTERM handler (stop everything at once) is
         # installed by then, and ours (drain first) replaces it.
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -174,9 +192,25 @@ class Supervisor:
             self.metrics.set_state(role.name, "starting")
             self.metrics.fallback.labels(role=role.name).set(0)
 
+    def _refuse_run_dir(self, holder: str) -> ServetuneError:
+        """The refusal of a run folder another serve holds: its pid and proxy URL (from its serve.json), and how
+        to stop it, switch it or serve elsewhere."""
+        pid = holder.removeprefix("servetune pid ").partition(" ")[0]
+        try:
+            state = json.loads((self.run_dir / STATE_FILE).read_text())
+            url = f" with its proxy at {state['proxy_url']}" if str(state.get("pid")) == pid else ""
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            url = ""
+        who = f"servetune serve pid {pid}{url}" if pid.isdigit() else holder
+        return ServetuneError(
+            f"the run folder {self.run_dir} is in use by {who} ({LOCK_FILE}: {holder})",
+            f"stop that serve (kill -TERM {pid if pid.isdigit() else 'PID'}), switch it to a new config with "
+            f"`servetune serve --run-dir {self.run_dir} --switch NEW`, or give this one another --run-dir",
+        )
+
     def _shutdown(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the drain
-        self.emit("stopping", signal=self._stop_signal, drain_s=self.options.drain_s)
+        self.emit("stopping", signal=self._stop_signal, gave_up=self.gave_up, drain_s=self.options.drain_s)
         for role in self.roles.values():
             self._set_state(role, "draining")
         t0 = time.monotonic()
@@ -206,11 +240,18 @@ class Supervisor:
             self.events.close()
         (self.run_dir / TOKEN_FILE).unlink(missing_ok=True)
         (self.run_dir / STATE_FILE).unlink(missing_ok=True)
+        if self._lock is not None:  # last: another serve may take the folder now
+            self._lock.close()
+            self._lock = None
 
     # ---- the loop --------------------------------------------------------------------------------------------
     def _tick(self) -> None:
+        self._watch_control()
+        self._watch_nginx()
         now = time.monotonic()
         for role in self.roles.values():
+            if self.gave_up is not None:
+                return
             if role.engine is None:
                 if now >= role.next_start:
                     self._start(role)
@@ -252,10 +293,88 @@ class Supervisor:
         return ups
 
     def apply_proxy(self) -> set[int]:
-        """Points nginx at the ready engines (and the fast 503 for the rest); returns the old workers."""
+        """Points nginx at the ready engines (and the fast 503 for the rest); returns the old workers. A dead
+        nginx is restarted with this config instead (it then has no old workers)."""
         assert self.nginx is not None
         self._resize_proxy()
-        return self.nginx.apply(self._upstreams())
+        if self.nginx.alive():
+            try:
+                return self.nginx.apply(self._upstreams())
+            except NginxGone:
+                pass
+        self._watch_nginx()
+        return set()
+
+    # ---- the supervisor's own parts --------------------------------------------------------------------------
+    def _watch_nginx(self) -> None:
+        """A dead nginx is told (`nginx_died`), its leftover workers stopped, and it is started again with the
+        current upstreams, after the engines' backoff while starts fail (`nginx_restart_failed`: the port taken
+        by another program, say); `/readyz` answers 503 until it listens again (`nginx_restarted`)."""
+        nginx = self.nginx
+        if nginx is None or (self._proxy_down_since is None and nginx.alive()):
+            return
+        now = time.monotonic()
+        if self._proxy_down_since is None:
+            self._proxy_down_since, self._proxy_attempt, self._proxy_next_start = now, 0, now
+            self.metrics.proxy_up.set(0)
+            group = nginx.group
+            code = group.poll() if group else None
+            report = nginx.stop()  # an outside kill of the master alone leaves workers holding the port
+            cause = _exit_cause(code)
+            self.metrics.proxy_restarts.labels(cause=cause).inc()
+            self.emit(
+                "nginx_died",
+                pid=group.pid if group else None,
+                cause=cause,
+                exit_code=code,
+                excerpt=_tail(nginx.prefix / "error.log"),
+                log=str(nginx.prefix / "error.log"),
+                leftovers_killed=bool(report and report.sent_sigterm),
+            )
+        if now < self._proxy_next_start:
+            return
+        self._resize_proxy()
+        try:
+            nginx.start(self._upstreams())
+        except ServetuneError as err:
+            self._proxy_attempt += 1
+            delay = self._backoff(self._proxy_attempt)
+            self._proxy_next_start = time.monotonic() + delay
+            self.emit("nginx_restart_failed", attempt=self._proxy_attempt, reason=err.problem, delay_s=delay)
+            if self._proxy_attempt >= self.options.give_up_starts:
+                self._give_up(
+                    "nginx",
+                    f"nginx did not start again {self._proxy_attempt} times in a row: {err.problem}",
+                    cause="nginx_restart_failed",
+                    log=str(nginx.prefix / "error.log"),
+                )
+            return
+        down_s = round(time.monotonic() - self._proxy_down_since, 3)
+        self._proxy_down_since = None
+        self.metrics.proxy_up.set(1)
+        self.emit(
+            "nginx_restarted",
+            nginx_pid=nginx.group.pid if nginx.group else None,
+            down_s=down_s,
+            attempts=self._proxy_attempt + 1,
+            proxy_url=nginx.url,
+        )
+
+    def _watch_control(self) -> None:
+        """A control server whose thread ended (an error inside it) is started again on the same port, so
+        serve.json's URL and the token stay true."""
+        control = self.control
+        if control is None or control.alive():
+            return
+        control.close()
+        port = int(control.url.rpartition(":")[2])
+        try:
+            self.control = ControlServer(self, port, control.token)
+        except OSError as err:
+            self.emit("control_restart_failed", url=control.url, reason=str(err))
+            return
+        self.control.start()
+        self.emit("control_restarted", url=self.control.url)
 
     def _resize_proxy(self) -> None:
         """Body size and long-prompt threshold from the running engines, unless the options fixed them."""
@@ -318,8 +437,9 @@ class Supervisor:
         self._set_state(role, "starting")
         engine, info = self.start_engine(role, role.cfg)
         if engine is None:
-            self.emit("start_failed", role=role.name, **info)
-            self._after_failure(role, str(info["cause"]))
+            role.failed_starts += 1
+            self.emit("start_failed", role=role.name, failed_starts=role.failed_starts, **info)
+            self._after_failure(role, str(info["cause"]), info)
             return
         self.put_behind_proxy(role, engine, info)
 
@@ -328,6 +448,7 @@ class Supervisor:
         role.engine = engine
         role.ready_at = time.monotonic()
         role.state = "ready"
+        role.failed_starts = 0
         if role.name == "long" or (self.options.long_prompt_tokens and self._bytes_per_token is None):
             measured = bytes_per_token(engine, role.cfg.api_key)
             if measured:
@@ -420,13 +541,7 @@ class Supervisor:
         excerpt = info.excerpt if info else ""
         specific = classify_log(excerpt, engine.adapter.failure_patterns()) if engine.adapter else None
         code = info.exit_code if info else None
-        cause: str
-        if specific is not None:
-            cause = specific.klass
-        elif code is not None and code < 0:
-            cause = f"killed_by_{signal.Signals(-code).name}"
-        else:
-            cause = f"exit_code_{code}"
+        cause = specific.klass if specific is not None else _exit_cause(code)
         self.emit(
             "died",
             role=role.name,
@@ -458,49 +573,91 @@ class Supervisor:
         role.engine = None
         self._after_failure(role, "hung")
 
-    def _after_failure(self, role: Role, cause: str) -> None:
+    def _after_failure(self, role: Role, cause: str, start: dict[str, Any] | None = None) -> None:
+        """After a failed start (`start`: what start_failed said), a death or a hang: the fallback, a restart
+        after the backoff, or giving up."""
         now = time.monotonic()
         self.metrics.restarted(role.name, cause)
         role.deaths.append(now)
         while role.deaths and now - role.deaths[0] > self.options.crash_loop_window_s:
             role.deaths.popleft()
         o = self.options
-        if len(role.deaths) >= o.crash_loop_failures and role.fallback is not None and not role.on_fallback:
-            self.emit(
-                "fallback",
-                role=role.name,
-                failures=len(role.deaths),
-                window_s=o.crash_loop_window_s,
-                how=role.fallback.how,
-                gives_up=role.fallback.gives_up() if role.fallback.before else "measured once the fallback runs",
-                planned_before=role.fallback.before.model_dump(exclude_none=True) if role.fallback.before else None,
-                planned_after=role.fallback.after.model_dump(exclude_none=True) if role.fallback.after else None,
-                config=role.fallback.cfg.public(),
+        incurable = start is not None and cause in RESTART_CANNOT_CURE
+        starts_fail = role.failed_starts >= o.give_up_starts
+        if starts_fail:
+            why = f"{role.failed_starts} failed starts in a row"
+        elif incurable:
+            why = f"{cause}: a restart of the same config cannot cure it"
+        else:
+            why = f"{len(role.deaths)} failures within {o.crash_loop_window_s:g} s"
+        if role.fallback is not None and not role.on_fallback:
+            if len(role.deaths) >= o.crash_loop_failures or starts_fail or incurable:
+                self._to_fallback(role, role.fallback, why, now)
+                return
+        elif starts_fail or incurable:
+            config = "its fallback config" if role.on_fallback else "its config"
+            reason = (
+                f"{role.name} gave up after {role.failed_starts} failed starts in a row of {config} (the last: {cause})"
+                if starts_fail
+                else f"{role.name} gave up: {config} failed to start with {cause}, which a restart cannot cure"
             )
-            role.cfg, role.on_fallback = role.fallback.cfg, True
-            self.redactor.add(role.cfg)
-            self.metrics.fallback.labels(role=role.name).set(1)
-            role.deaths.clear()
-            role.attempt, role.next_start = 0, now
-            self._set_state(role, "backoff", delay_s=0.0, attempt=0)
+            self._give_up(
+                role.name,
+                reason,
+                cause=cause,
+                excerpt=(start or {}).get("excerpt"),
+                hint=(start or {}).get("hint"),
+                log=(start or {}).get("log"),
+            )
             return
         role.attempt += 1
-        delay = min(o.backoff_max_s, o.backoff_base_s * 2 ** (role.attempt - 1))
+        delay = self._backoff(role.attempt)
         role.next_start = now + delay
         self._set_state(role, "backoff", delay_s=delay, attempt=role.attempt, cause=cause)
+
+    def _to_fallback(self, role: Role, fallback: Fallback, why: str, now: float) -> None:
+        self.emit(
+            "fallback",
+            role=role.name,
+            why=why,
+            failures=len(role.deaths),
+            window_s=self.options.crash_loop_window_s,
+            how=fallback.how,
+            gives_up=fallback.gives_up() if fallback.before else "measured once the fallback runs",
+            planned_before=fallback.before.model_dump(exclude_none=True) if fallback.before else None,
+            planned_after=fallback.after.model_dump(exclude_none=True) if fallback.after else None,
+            config=fallback.cfg.public(),
+        )
+        role.cfg, role.on_fallback = fallback.cfg, True
+        self.redactor.add(role.cfg)
+        self.metrics.fallback.labels(role=role.name).set(1)
+        role.deaths.clear()
+        role.attempt, role.failed_starts, role.next_start = 0, 0, now
+        self._set_state(role, "backoff", delay_s=0.0, attempt=0)
+
+    def _give_up(self, part: str, reason: str, **fields: Any) -> None:
+        """Stops serve on its own (exit 1): a part that cannot start is told, not retried forever."""
+        self.gave_up = reason
+        self.emit("gave_up", part=part, reason=reason, exit_code=1, **fields)
+
+    def _backoff(self, attempt: int) -> float:
+        """The delay before the `attempt`-th restart in a row: doubling from the base, at most the maximum."""
+        o = self.options
+        return min(o.backoff_max_s, o.backoff_base_s * 2.0 ** min(attempt - 1, 64))
 
     def metrics_text(self) -> bytes:
         return self.metrics.render()
 
     def ready(self) -> bool:
-        """The main role has a ready engine (what /readyz answers)."""
-        return self.roles["main"].state == "ready"
+        """The main role has a ready engine and nginx runs in front of it (what /readyz answers)."""
+        return self.roles["main"].state == "ready" and self._proxy_down_since is None
 
     def status(self) -> dict[str, Any]:
         """What `GET /status` answers (redacted)."""
         return self.redactor.data(
             {
                 "proxy_url": self.nginx.url if self.nginx else None,
+                "proxy_up": self._proxy_down_since is None,
                 "roles": {
                     name: {
                         "state": r.state,
@@ -514,6 +671,24 @@ class Supervisor:
                 },
             }
         )
+
+
+def _exit_cause(code: int | None) -> str:
+    """`killed_by_SIGKILL` for a signal, else `exit_code_N`: the cause of a death the log does not explain."""
+    if code is not None and code < 0:
+        try:
+            return f"killed_by_{signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed_by_signal_{-code}"
+    return f"exit_code_{code}"
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    """The last lines of a log (nginx's error.log: why it stopped, when it said so)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").rstrip().splitlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def _facts_now(engine: RunningEngine) -> EngineFacts:

@@ -158,9 +158,9 @@ class ProcessGroup:
             if self.members():
                 sent_term = self._signal(signal.SIGTERM)
                 self._signal(signal.SIGCONT)
-                if not self._wait_gone(grace_s):
+                if not self.wait_gone(grace_s):
                     sent_kill = self._signal(signal.SIGKILL)
-                    self._wait_gone(5.0)
+                    self.wait_gone(5.0)
             try:
                 code = self._popen.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
@@ -195,7 +195,9 @@ class ProcessGroup:
                 pass
         return sent
 
-    def _wait_gone(self, timeout_s: float) -> bool:
+    def wait_gone(self, timeout_s: float) -> bool:
+        """Waits up to `timeout_s` for every member of the group to exit on its own (the leader reaped); True when
+        none is left. Once the group is gone nothing writes its log any more: what it said is all there."""
         deadline = time.monotonic() + timeout_s
         while True:
             self._popen.poll()  # reap the leader so it does not linger as a zombie

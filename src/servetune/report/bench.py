@@ -2,21 +2,24 @@
 servetune's own or imported from vLLM bench serve, GuideLLM or AIPerf (`metrics.imports`).
 
 From the top: every validity warning and every note about how a run was read (what a person must know before
-trusting a number); a table of the runs with vLLM's figures; the latency–throughput curve of each series of load
-levels (a sweep), its points labelled with their level; the TTFT, TPOT, ITL and E2EL distributions as CDFs, one
-line per run; each run over time — output tokens per second, requests in flight, each request's TTFT at its send
-time, with the warm-up and cool-down shaded, so a warm-up that leaked in or a server saturating during the run is
-seen; the figures of each traffic class of a mix. Figures are recomputed from per-request records with servetune's
-(vLLM's) definitions wherever a run has them, so runs of different tools compare; where a file only has the tool's
-aggregates, the table says "as reported".
+trusting a number); a table of the runs with vLLM's figures, grouped by shape (`shapes`: each sweep — one tool, one
+series, one kind of load — then the single runs) and sorted by number; the latency–throughput curve of each sweep,
+named with its tool, its points labelled with their level, the single runs as points beside them; the TTFT, TPOT,
+ITL and E2EL distributions as CDFs, one line per run; each run over time — output tokens per second, requests in
+flight, each request's TTFT at its send time, with the warm-up and cool-down shaded, so a warm-up that leaked in or
+a server saturating during the run is seen; the figures of each traffic class of a mix. Figures are recomputed from
+per-request records with servetune's (vLLM's) definitions wherever a run has them, so runs of different tools
+compare; where a file only has the tool's aggregates, the table says "as reported".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -58,6 +61,63 @@ COLUMNS = (
 """The runs table: vLLM's flat figure, its header with unit, and significant digits (0: a count)."""
 
 
+ShapeKind = Literal["rate sweep", "concurrency sweep", "single runs"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Runs measured alike at several load levels — one tool, one series name (`RunSource.label`) and one kind of
+    load, rates or concurrencies: a sweep, drawn as one curve — or, under "single runs", every run that is not
+    part of one. A rate sweep and a c16 run that share a label are two shapes, never one curve."""
+
+    kind: ShapeKind
+    runs: tuple[BenchRun, ...]
+
+    @property
+    def title(self) -> str:
+        if self.kind == "single runs":
+            return "single runs"
+        source = self.runs[0].source
+        return f"{self.kind}: {source.label} ({TOOL_NAMES[source.tool]})"
+
+    @property
+    def legend(self) -> str:
+        """The curve's name in a chart's legend: the series and the tool that measured it."""
+        source = self.runs[0].source
+        return f"{source.label} ({TOOL_NAMES[source.tool]})"
+
+
+def _by_level(run: BenchRun) -> tuple[float, str, str]:
+    """Numeric order (1, 4, 16, 64 req/s, never 1, 16, 4, 64), then when it ran."""
+    level = run.source.level if run.source.level is not None else float("inf")
+    return level, run.source.started_at or "", run.source.path
+
+
+def shapes(runs: Sequence[BenchRun]) -> list[Shape]:
+    """The runs grouped by shape (see `Shape`): the sweeps first, by tool and series, then the single runs, each
+    sorted numerically by level."""
+    groups: dict[tuple[str, str, str], list[BenchRun]] = defaultdict(list)
+    for run in runs:
+        s = run.source
+        if s.kind is not None and s.level is not None:
+            groups[(s.tool, s.label, s.kind)].append(run)
+    sweeps: list[Shape] = []
+    in_sweep: set[int] = set()
+    tools = list(TOOL_NAMES)
+    for key in sorted(groups, key=lambda k: (tools.index(k[0]), k[1], k[2])):
+        members = groups[key]
+        if len({r.source.level for r in members}) < 2:
+            continue
+        kind: ShapeKind = "rate sweep" if key[2] == "rate" else "concurrency sweep"
+        sweeps.append(Shape(kind, tuple(sorted(members, key=_by_level))))
+        in_sweep.update(id(r) for r in members)
+    single = sorted(
+        (r for r in runs if id(r) not in in_sweep),
+        key=lambda r: (r.source.kind or "~", _by_level(r)[0], tools.index(r.source.tool), r.source.label),
+    )
+    return sweeps + ([Shape("single runs", tuple(single))] if single else [])
+
+
 def _num(value: float | None, digits: int) -> str:
     if value is None:
         return "—"
@@ -79,37 +139,40 @@ def warnings_section(runs: Sequence[BenchRun]) -> str:
     return f'<div class="warnings" id="warnings"><b>Read these first</b><ul>{"".join(items)}</ul></div>'
 
 
-def runs_table(runs: Sequence[BenchRun]) -> str:
+def runs_table(groups: Sequence[Shape]) -> str:
+    """One row per run, grouped by shape (a heading row for each sweep and for the single runs)."""
     head = '<th class="name">run</th><th class="name">tool</th><th class="name">load</th>'
     head += "".join(f"<th>{escape(label)}</th>" for _, label, _ in COLUMNS) + '<th class="name">figures</th>'
     rows = []
-    for run in runs:
-        measured = sum(1 for r in run.records if r.phase == "measure")
-        how = f"recomputed from {measured:,} requests" if run.summary is not None else "as reported"
-        cells = [
-            f'<td class="name">{escape(run.source.label)}</td>',
-            f'<td class="name">{escape(TOOL_NAMES[run.source.tool])}</td>',
-            f'<td class="name">{escape(run.source.level_text)}</td>',
-            *(f"<td>{_num(run.figure(key), digits)}</td>" for key, _, digits in COLUMNS),
-            f'<td class="name">{escape(how)}</td>',
-        ]
-        rows.append(f"<tr>{''.join(cells)}</tr>")
+    for shape in groups:
+        rows.append(f'<tr class="shape"><th class="name" colspan="{len(COLUMNS) + 4}">{escape(shape.title)}</th></tr>')
+        for run in shape.runs:
+            measured = sum(1 for r in run.records if r.phase == "measure")
+            how = f"recomputed from {measured:,} requests" if run.summary is not None else "as reported"
+            cells = [
+                f'<td class="name">{escape(run.source.label)}</td>',
+                f'<td class="name">{escape(TOOL_NAMES[run.source.tool])}</td>',
+                f'<td class="name">{escape(run.source.level_text)}</td>',
+                *(f"<td>{_num(run.figure(key), digits)}</td>" for key, _, digits in COLUMNS),
+                f'<td class="name">{escape(how)}</td>',
+            ]
+            rows.append(f'<tr class="run">{"".join(cells)}</tr>')
     return f'<div class="wide"><table id="runs"><tr>{head}</tr>{"".join(rows)}</table></div>'
 
 
-def curve_section(runs: Sequence[BenchRun]) -> str:
-    """Latency against throughput per series of load levels, each point labelled with its level."""
-    groups: dict[tuple[str, str], list[BenchRun]] = defaultdict(list)
-    for run in runs:
-        if run.source.level is not None:
-            groups[(run.source.tool, run.source.label)].append(run)
-    curves = {k: sorted(v, key=lambda r: r.source.level or 0.0) for k, v in groups.items() if len(v) > 1}
-    if not curves:
+def curve_section(groups: Sequence[Shape]) -> str:
+    """Latency against throughput: each sweep one curve, its points labelled with their level, named with its tool in
+    the legend; the single runs beside them as points of their own."""
+    sweeps = [shape for shape in groups if shape.kind != "single runs"]
+    if not sweeps:
         return '<p class="note">No series of load levels (a sweep), so no latency–throughput curve.</p>'
+    single = [run for shape in groups if shape.kind == "single runs" for run in shape.runs]
+    lines = [(shape.legend, list(shape.runs)) for shape in sweeps]
+    lines += [(f"{run.name} ({TOOL_NAMES[run.source.tool]})", [run]) for run in single]
     charts = []
     for key, label in (("p99_ttft_ms", "p99 TTFT (ms)"), ("median_tpot_ms", "median TPOT (ms)")):
         series = []
-        for (tool, name), members in curves.items():
+        for name, members in lines:
             pts, labels = [], []
             for run in members:
                 x, y = run.figure("output_throughput"), run.figure(key)
@@ -117,10 +180,14 @@ def curve_section(runs: Sequence[BenchRun]) -> str:
                     pts.append((x, y))
                     labels.append(run.source.level_text)
             if pts:
-                series.append(Series(f"{name} ({TOOL_NAMES[tool]})" if len(curves) > 1 else name, pts, labels))
+                series.append(Series(name, pts, labels))
         if series:
             charts.append(line_chart(series, "output tokens/s", label, f"{label} vs throughput", width=600))
-    return '<div class="charts">' + "".join(charts) + "</div>"
+    note = (
+        '<p class="note">A line joins the levels of one sweep (one tool, one series, one kind of load: rates or '
+        "concurrencies), in order; a single run is a point of its own.</p>"
+    )
+    return '<div class="charts">' + "".join(charts) + "</div>" + (note if single else "")
 
 
 def _values(run: BenchRun, metric: str) -> list[float]:
@@ -245,6 +312,8 @@ def classes_section(runs: Sequence[BenchRun]) -> str:
 
 
 def render_bench_html(runs: Sequence[BenchRun], title: str) -> str:
+    groups = shapes(runs)
+    runs = [run for shape in groups for run in shape.runs]
     tools = sorted({TOOL_NAMES[r.source.tool] for r in runs})
     models = sorted({r.source.model for r in runs if r.source.model})
     return f"""<!doctype html>
@@ -253,12 +322,12 @@ def render_bench_html(runs: Sequence[BenchRun], title: str) -> str:
 <h1>servetune bench report: {escape(title)}</h1>
 <p>{len(runs)} run(s) by {escape(", ".join(tools))}; model {escape(", ".join(models) or "not recorded")}.</p>
 {warnings_section(runs)}
-<h2>Runs</h2>{runs_table(runs)}
+<h2>Runs</h2>{runs_table(groups)}
 <p class="note">vLLM's definitions (docs/metrics.md): TTFT = first token − send;
 TPOT = (E2EL − TTFT)/(output tokens − 1) per request; ITL = every gap between streamed chunks;
 E2EL = last byte − send. "recomputed": servetune computed the figures from the file's per-request timings,
 so runs of different tools compare; "as reported": the tool's own aggregates, mapped onto vLLM's names.</p>
-<h2>Latency–throughput</h2>{curve_section(runs)}
+<h2>Latency–throughput</h2>{curve_section(groups)}
 <h2>Distributions</h2>{distributions_section(runs)}
 <h2>Over time</h2>
 <p class="note">Shaded: warm-up and cool-down (not measured). TTFT and requests in flight climbing while the token rate
@@ -270,19 +339,22 @@ stays flat is a server past saturation; high TTFT only at the start is a warm-up
 
 
 def runs_rows(runs: Sequence[BenchRun]) -> list[dict[str, object]]:
-    """The runs table as CSV rows (written by metrics.export's one CSV writer)."""
-    rows = []
-    for run in runs:
-        s = run.source
-        row: dict[str, object] = {
-            "run": s.label,
-            "tool": s.tool,
-            "kind": s.kind or "",
-            "level": s.level,
-            "file": s.path,
-        }
-        row.update({key: run.figure(key) for key, _, _ in COLUMNS})
-        rows.append(row)
+    """The runs table as CSV rows (written by metrics.export's one CSV writer), in the table's order, with each
+    run's shape."""
+    rows: list[dict[str, object]] = []
+    for shape in shapes(runs):
+        for run in shape.runs:
+            s = run.source
+            row: dict[str, object] = {
+                "run": s.label,
+                "tool": s.tool,
+                "shape": shape.kind,
+                "kind": s.kind or "",
+                "level": s.level,
+                "file": s.path,
+            }
+            row.update({key: run.figure(key) for key, _, _ in COLUMNS})
+            rows.append(row)
     return rows
 
 

@@ -59,6 +59,7 @@ def bench_runs(args: BenchArgs, options: LoadOptions, model: str, results: Seque
                     "tokenizer": result.tokenizer,
                     "load_options": options.model_dump(mode="json", exclude_defaults=True),
                 },
+                engine_time=result.engine_time,
             )
         )
     return runs

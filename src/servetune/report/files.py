@@ -13,7 +13,9 @@ from servetune.fileio import atomic_write_text
 from servetune.metrics.export import write_rows_csv
 from servetune.report.tables import (
     changes_text,
+    column_scale,
     column_title,
+    decision_notes,
     display_columns,
     short_value,
     status_text,
@@ -90,6 +92,7 @@ def results_json(
         "reason": ranking.reason,
         "time_scale_note": time_scale_note(ranking) or None,
         "recommendation": rec.model_dump() if rec else None,
+        "confirmation": [c.as_json() for c in ranking.confirmations],
         "variants": [entry_json(e) for e in ranking.entries],
     }
 
@@ -114,14 +117,15 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         "",
     ]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    scales = [column_scale(ranking, c) for c in cols]
     for entry in ranking.entries:
         why = "; ".join(entry.failures + entry.record.skip_reasons)
         cells = [
             str(entry.rank or ""),
             entry.record.variant.name + (" ★" if ranking.winner is entry else ""),
-            short_value(entry, cols[0]),
+            short_value(entry, cols[0], scales[0]),
             status_text(entry) + (f": {why}" if why else ""),
-            *[short_value(entry, c) for c in cols[1:]],
+            *[short_value(entry, c, scale) for c, scale in zip(cols[1:], scales[1:], strict=True)],
             changes_text(entry),
         ]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
@@ -141,7 +145,18 @@ def markdown(exp: Experiment, ranking: Ranking, rec: Recommendation | None, envi
         lines += [f"Judged by the simulator's estimate only (not launched): {', '.join(estimated)}.", ""]
     if note := time_scale_note(ranking):
         lines += [note, ""]
+    if ranking.confirmations:
+        label = column_title((ranking.objective.probe, ranking.objective.figure))
+        lines += ["## Confirmation (the winner's curse)", ""]
+        lines += [
+            "The finalists were measured again with fresh repeats before recommending; the recommendation uses "
+            "the confirmed figures.",
+            "",
+        ]
+        lines += [f"- {c.text(label)}" for c in ranking.confirmations] + [""]
     lines += ["## Recommendation", "", ranking.reason, ""]
+    notes = decision_notes(ranking)
+    lines += [f"- {kind}: {text}" for kind, text in notes] + ([""] if notes else [])
     if rec:
         lines += ["```bash", rec.serve_command, "```", ""]
         if rec.docker_command:
@@ -194,10 +209,13 @@ def write_reports(
     atomic_write_text(paths["markdown"], redactor.text(markdown(exp, ranking, rec, environment)))
     atomic_write_text(paths["html"], redactor.text(render_html(exp, ranking, rec, environment)))
     if rec:
-        text = f"# {rec.variant}: {rec.reason}\n{rec.serve_command}\n"
+        text = f"# {rec.variant}: {rec.reason}\n"
+        text += "".join(f"# {kind}: {note}\n" for kind, note in decision_notes(ranking))
+        text += f"{rec.serve_command}\n"
         if rec.docker_command:
             text += f"\n# docker\n{rec.docker_command}\n"
         text += "".join(f"# note: {note}\n" for note in rec.notes)
+        text += f"# confirmed: {rec.confirmed}\n" if rec.confirmed else ""
         for name, body in rec.sampling_presets.items():
             text += f"\n# sampling preset {name}\n{json.dumps(body, ensure_ascii=False)}\n"
     else:

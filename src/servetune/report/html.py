@@ -14,7 +14,9 @@ from typing import Any
 from servetune.report.svg import Series, delta_bars, line_chart, pareto_chart
 from servetune.report.tables import (
     changes_text,
+    column_scale,
     column_title,
+    decision_notes,
     display_columns,
     figure_columns,
     higher_is_better,
@@ -47,6 +49,7 @@ pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:12px;white-space:p
 .charts{display:flex;flex-wrap:wrap;gap:16px} .charts svg{max-width:100%;height:auto}
 .badge{display:inline-block;padding:2px 8px;border-radius:10px;background:#2ca02c;color:#fff;font-size:12px}
 #tradeoffs li{margin:4px 0}
+p.tie,p.edge{border-left:3px solid #e0b040;padding-left:8px}
 """
 
 
@@ -162,6 +165,7 @@ def table_section(ranking: Ranking) -> str:
         "</th><th>status</th>"
         + "".join(f'<th title="{escape(".".join(c))}">{escape(column_title(c))}</th>' for c in rest)
     )
+    scales = {c: column_scale(ranking, c) for c in (objective, *rest)}
     rows = []
     for e in ranking.entries:
         klass = "winner" if ranking.winner is e else ("" if e.eligible else "out")
@@ -170,9 +174,9 @@ def table_section(ranking: Ranking) -> str:
             f'<td class="rank">{e.rank or ""}</td>',
             f'<td class="variant">{escape(e.record.variant.name)}<div class="changes">{escape(changes_text(e))}</div>'
             "</td>",
-            f'<td class="objective num">{escape(short_value(e, objective))}</td>',
+            f'<td class="objective num">{escape(short_value(e, objective, scales[objective]))}</td>',
             f"<td>{escape(status_text(e) + (f': {why}' if why else ''))}</td>",
-            *(f'<td class="num">{escape(short_value(e, c))}</td>' for c in rest),
+            *(f'<td class="num">{escape(short_value(e, c, scales[c]))}</td>' for c in rest),
         ]
         rows.append(f'<tr class="{klass}">' + "".join(cells) + "</tr>")
     return f'<div class="scroll"><table id="summary"><tr>{head}</tr>{"".join(rows)}</table></div>'
@@ -181,10 +185,12 @@ def table_section(ranking: Ranking) -> str:
 def recommendation_section(ranking: Ranking, rec: Recommendation | None) -> str:
     if rec is None:
         return f"<p><b>No recommendation:</b> {escape(ranking.reason)}</p>"
-    parts = [
-        f'<p><span class="badge">winner</span> <b>{escape(rec.variant)}</b>: {escape(rec.reason)}</p>',
-        f"<pre>{escape(rec.serve_command)}</pre>",
+    parts = [f'<p><span class="badge">winner</span> <b>{escape(rec.variant)}</b>: {escape(rec.reason)}</p>']
+    parts += [
+        f'<p class="{kind}" id="{kind}-{i}">{escape(text)}</p>'
+        for i, (kind, text) in enumerate(decision_notes(ranking))
     ]
+    parts.append(f"<pre>{escape(rec.serve_command)}</pre>")
     if rec.docker_command:
         parts.append(f"<pre>{escape(rec.docker_command)}</pre>")
     parts += [f'<p class="note">{escape(note)}</p>' for note in rec.notes]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from servetune.humanize import number
+from servetune.humanize import interval, number
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 _FONT = 'font-family="sans-serif" font-size="11"'
@@ -138,14 +138,26 @@ def _svg(frame: _Frame, body: list[str], label: str) -> str:
     )
 
 
-def _legend(frame: _Frame, names: list[str]) -> list[str]:
+LEGEND_CHARS = (22, 36)
+"""A legend name's length in the default 150 px of room, and the most a chart widens its legend for (a curve's name
+and the tool that measured it: `report.bench`)."""
+
+
+def _legend_room(names: Sequence[str]) -> tuple[int, int]:
+    """(right margin, characters shown) for a legend of these names: 150 px up to 22 characters, wider for longer
+    names up to 36 (about 6 px a character); beyond, a name is cut."""
+    chars = min(LEGEND_CHARS[1], max([LEGEND_CHARS[0], *map(len, names)]))
+    return 150 + round(6.2 * (chars - LEGEND_CHARS[0])), chars
+
+
+def _legend(frame: _Frame, names: list[str], chars: int = LEGEND_CHARS[0]) -> list[str]:
     out = []
     for i, name in enumerate(names):
         y = frame.top + 10 + i * 16
         x = frame.left + frame.plot_w + 12
         color = PALETTE[i % len(PALETTE)]
         out.append(f'<rect x="{x}" y="{y - 8}" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{x + 14}" y="{y + 1}" {_FONT}>{escape(_short(name, 22))}</text>')
+        out.append(f'<text x="{x + 14}" y="{y + 1}" {_FONT}>{escape(_short(name, chars))}</text>')
     return out
 
 
@@ -169,7 +181,8 @@ def line_chart(
     written beside it; `bands` shade phases of the x axis (warm-up, cool-down) under the lines. Unnamed series
     get no legend (and no room for one)."""
     named = any(s.name for s in series)
-    frame = _Frame(width, height, right=150 if named else 16)
+    room, chars = _legend_room([s.name for s in series])
+    frame = _Frame(width, height, right=room if named else 16)
     xs = [x for s in series for x, _ in s.points] or [0.0, 1.0]
     ys = [y for s in series for _, y in s.points] or [0.0, 1.0]
     xt = nice_ticks(min([0.0, *xs, *(b.start for b in bands)]), max([*xs, *(b.end for b in bands)]))
@@ -204,7 +217,7 @@ def line_chart(
                 f"{escape(label)}</text>"
             )
     if named:
-        body += _legend(frame, [s.name for s in series])
+        body += _legend(frame, [s.name for s in series], chars)
     return _svg(frame, body, title)
 
 
@@ -306,10 +319,12 @@ def delta_bars(
         y = frame.top + 8 + i * row
         x0, x1 = sorted((zero, sx(value)))
         color = ("#2ca02c" if (value > 0) == higher_is_better else "#d62728") if significant else "#aaa"
-        shown = f"{value:+.1f}%" + ("" if math.isfinite(half) else " ±?") + ("" if significant else " (tie)")
+        shown = interval(value, scale=100.0, signed=True, unit="%")
+        shown += ("" if math.isfinite(half) else " ±?") + ("" if significant else " (tie)")
         body.append(
             f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{row - 8}" fill="{color}">'
-            f"<title>{escape(label)}: {value:+.1f}% ± {fmt(half)}</title></rect>"
+            f"<title>{escape(label)}: {interval(value, half, scale=100.0, signed=True, unit='%')}"
+            f"{'' if math.isfinite(half) else ' ±?'}</title></rect>"
         )
         right = max(x1, zero)
         if math.isfinite(half):

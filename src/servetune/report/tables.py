@@ -1,7 +1,7 @@
 """The ranking flattened into rows: one per variant, the suite's figures as columns (mean, 95% half-width,
 delta vs the stage's baseline), and the trade-offs the objective alone hides.  CSV, markdown, HTML and the
-terminal all print these rows; every number passes through `servetune.humanize.number` and every "significant"
-is `tune.stats.Delta.significant` — the ranking's own rule."""
+terminal all print these rows; every number passes through `servetune.humanize` (`number`; `interval` for a mean
+with its half-width) and every "significant" is `tune.stats.Delta.significant` — the ranking's own rule."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from servetune.humanize import number
+from servetune.humanize import interval, number
 from servetune.suite.registry import all_probes, figure_spec
-from servetune.tune.results.rank import Entry, FigureKey, Ranking
+from servetune.tune.results.rank import Edge, Entry, FigureKey, Ranking, edges
 from servetune.tune.results.stats import Delta, Estimate, delta, estimate
 from servetune.tune.search.estimates import ESTIMATE_PROBE
 
@@ -132,31 +132,87 @@ def summary_rows(ranking: Ranking) -> list[dict[str, Any]]:
     return rows
 
 
-def estimate_text(est: Estimate | None) -> str:
-    """'85.0 ± 2.1': a mean and its 95% half-width for people (the mean alone from one repeat; a half-width that is
-    float dust on identical repeats is 0)."""
+def estimate_text(est: Estimate | None, scale: float | None = None) -> str:
+    """'85.0 ± 2.1': a mean and its 95% half-width for people by `humanize.interval`'s one rule (the mean alone
+    from one repeat); `scale` is the largest mean of its column (`column_scale`), beside which float dust is 0."""
     if est is None:
         return "—"
-    text = number(est.mean)
-    if est.n > 1 and math.isfinite(est.half_width):
-        half = est.half_width if est.half_width > 1e-9 * abs(est.mean) else 0.0
-        text += f" ± {number(half, 2)}"
-    return text
+    return interval(est.mean, est.half_width if est.n > 1 else None, scale=scale)
+
+
+def column_scale(ranking: Ranking, key: FigureKey) -> float | None:
+    """The largest |mean| of a figure over the variants: what each of its values is read beside."""
+    means = [abs(est.mean) for e in ranking.entries if (est := e.figures.get(key)) is not None]
+    finite = [m for m in means if math.isfinite(m)]
+    return max(finite) if finite else None
 
 
 def delta_text(d: Delta) -> str:
-    """'+20%', '~+1.2%': a change against the baseline; `~` marks one the ranking calls a tie."""
+    """'+20%', '~+1.2%': a change against the baseline; `~` marks one the ranking calls a tie. A change that rounds
+    to zero carries no sign ('~0.0%', never '~-0.0%')."""
     mark = "" if d.significant else "~"
-    return f"{mark}{d.pct:+.1f}%" if abs(d.pct) < 10 else f"{mark}{d.pct:+.0f}%"
+    places = 1 if abs(d.pct) < 10 else 0
+    pct = round(d.pct, places) + 0.0
+    return f"{mark}{pct:+.{places}f}%" if pct else f"{mark}{0:.{places}f}%"
 
 
-def short_value(entry: Entry, key: FigureKey) -> str:
-    """'85.0 ± 2.1 (+20%)' for tables meant for people; `~` marks a change the ranking calls a tie."""
+def delta_interval(d: Delta) -> str:
+    """'+18% ± 50%': a change and its 95% interval, by `humanize.interval`'s rule (no tie mark), read against the
+    whole (100%)."""
+    return interval(d.pct, d.half_width_pct, scale=100.0, signed=True, unit="%")
+
+
+def short_value(entry: Entry, key: FigureKey, scale: float | None = None) -> str:
+    """'85.0 ± 2.1 (+20%)' for tables meant for people; `~` marks a change the ranking calls a tie; `scale` as in
+    `estimate_text`."""
     est = entry.figures.get(key)
     if est is None:
         return "—"
     d = entry.deltas.get(key)
-    return estimate_text(est) + (f" ({delta_text(d)})" if d is not None else "")
+    return estimate_text(est, scale) + (f" ({delta_text(d)})" if d is not None else "")
+
+
+def tied_with_winner(ranking: Ranking) -> list[Entry]:
+    """The variants the ranking ties with its winner (the winner left out)."""
+    return [e for e in ranking.entries if e.tie_with_winner and e is not ranking.winner and e.objective is not None]
+
+
+def tie_text(ranking: Ranking, other: Entry) -> str:
+    """'a tie with X (6.8 ± 3.3): +18% ± 50% (95% interval), inside the noise or below the practical threshold':
+    the winner against a variant the ranking ties with it, both figures and the interval of the difference, by
+    the ranking's own rule (`Delta.significant`)."""
+    winner = ranking.winner
+    assert winner is not None and winner.objective is not None and other.objective is not None
+    scale = column_scale(ranking, (ranking.objective.probe, ranking.objective.figure))
+    d = delta(winner.objective, other.objective, ranking.min_effect_pct)
+    change = "" if d is None else f": {delta_interval(d)} (95% interval)"
+    figure = estimate_text(other.objective, scale)
+    why = "inside the noise or below the practical threshold"
+    return f"a tie with {other.record.variant.name} ({figure}){change}, {why}"
+
+
+def edge_text(edge: Edge) -> str:
+    """A winner's flag at the edge of the values tried (`rank.edges`), in a sentence."""
+    tried = ", ".join(f"{v:g}" for v in edge.tried)
+    return (
+        f"The best is at the edge of the range tried: {edge.flag}={edge.value:g} is the {edge.side} value "
+        f"tried ({tried}), so a wider range may do better."
+    )
+
+
+DECISION_NOTES = ("# tie: ", "# edge: ")
+"""How recommendation.txt marks the decision's notes (`decision_notes`)."""
+
+
+def decision_notes(ranking: Ranking) -> list[tuple[str, str]]:
+    """What the decision screen says beyond the ranking's reason, for the files (recommendation.txt, summary.md,
+    report.html): each tie with the winner (`tie_text`) and each flag at the edge of the range tried (`edge_text`),
+    as (kind, sentence), kind `tie` or `edge`."""
+    winner = ranking.winner
+    if winner is None or winner.objective is None:
+        return []
+    ties = [("tie", f"{winner.record.variant.name} is {tie_text(ranking, e)}.") for e in tied_with_winner(ranking)]
+    return ties + [("edge", edge_text(e)) for e in edges(ranking)]
 
 
 def column_title(key: FigureKey) -> str:

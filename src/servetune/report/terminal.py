@@ -12,10 +12,22 @@ from pathlib import Path
 
 from servetune.humanize import number
 from servetune.metrics.slo import BOUNDS
-from servetune.report.tables import changes_text, column_title, delta_text, estimate_text, status_text, tradeoffs
+from servetune.report.tables import (
+    DECISION_NOTES,
+    changes_text,
+    column_scale,
+    column_title,
+    delta_interval,
+    delta_text,
+    edge_text,
+    estimate_text,
+    status_text,
+    tie_text,
+    tied_with_winner,
+    tradeoffs,
+)
 from servetune.suite.registry import figure_spec
-from servetune.tune.results.rank import Edge, Entry, Ranking, edges
-from servetune.tune.results.stats import delta
+from servetune.tune.results.rank import Ranking, edges
 from servetune.tune.schema.experiment import Experiment
 
 
@@ -33,11 +45,23 @@ def outcome_lines(ranking: Ranking, files: dict[str, Path], width: int | None = 
         *ranking_lines(ranking, width),
         "",
         *wrap(ranking.reason, width),
+        *confirmation_lines(ranking, width),
         *tradeoff_lines(ranking, width),
         *command_lines(files, width),
         "",
         *[_fit(f"{kind:15s} {path}", width) for kind, path in files.items()],
     ]
+
+
+def confirmation_lines(ranking: Ranking, width: int) -> list[str]:
+    """The finalists' re-measurement: each one's first figure, its confirmed figure and the inflation."""
+    if not ranking.confirmations:
+        return []
+    label = ranking.objective.label
+    out = ["", "Confirmed with fresh repeats (the winner's curse):"]
+    for confirmation in ranking.confirmations:
+        out += wrap(confirmation.text(label), width, "  ", "    ")
+    return out
 
 
 def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list[str]:
@@ -61,22 +85,21 @@ def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list
         d = leader.deltas.get((objective.probe, objective.figure))
         if leader is not winner and d is not None:
             text += (
-                f": the best mean, {leader.record.variant.name}, is {d.pct:+.1f}% ± {number(d.half_width_pct, 2)}% "
+                f": the best mean, {leader.record.variant.name}, is {delta_interval(d)} "
                 "against it, a tie (inside the noise or below the practical threshold)"
             )
         return wrap(text + ".", width, "", "  ")
     said = f"{head}: {name} ({changes_text(winner)}) — {label}: {number(winner.objective.mean)}{unit}"
     d = winner.deltas.get((objective.probe, objective.figure))
-    tied = [e for e in ranking.entries if e.tie_with_winner and e is not winner and e.objective is not None]
-    ties = "; ".join(_tie_text(ranking, winner, e) for e in tied)
-    edge = [_edge_text(e) for e in edges(ranking)]
+    ties = "; ".join(tie_text(ranking, e) for e in tied_with_winner(ranking))
+    edge = [edge_text(e) for e in edges(ranking)]
     if not base.eligible or base.objective is None or d is None:
         why = "; ".join(base.failures) or status_text(base)
         text = f"{said}{', ' + ties if ties else ''}; the baseline {base.record.variant.name}: {why}."
         return wrap(" ".join([text, *edge]), width, "", "  ")
     verdict = "outside the noise" if d.significant else "a tie: inside the noise or below the practical threshold"
     repeats = f"{winner.objective.n} and {base.objective.n} repeats"
-    change = f"{delta_text(d).lstrip('~')} ± {number(d.half_width_pct, 2)}% (95% interval, {repeats}), {verdict}."
+    change = f"{delta_interval(d)} (95% interval, {repeats}), {verdict}."
     if ties:
         text = (
             f"{said}, {ties}. Against the baseline {base.record.variant.name} "
@@ -85,27 +108,6 @@ def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list
     else:
         text = f"{said} vs {number(base.objective.mean)} for the baseline {base.record.variant.name}: {change}"
     return wrap(" ".join([text, *edge]), width, "", "  ")
-
-
-def _tie_text(ranking: Ranking, winner: Entry, other: Entry) -> str:
-    """'a tie with X (6.80 ± 3.3): +18% ± 50% (95% interval), inside the noise or below the practical threshold':
-    the winner against a variant the ranking ties with it, both figures and the interval of the difference, by
-    the ranking's own rule (`Delta.significant`)."""
-    assert winner.objective is not None and other.objective is not None
-    d = delta(winner.objective, other.objective, ranking.min_effect_pct)
-    change = "" if d is None else f": {delta_text(d).lstrip('~')} ± {number(d.half_width_pct, 2)}% (95% interval)"
-    return (
-        f"a tie with {other.record.variant.name} ({estimate_text(other.objective)}){change}, inside the noise or "
-        "below the practical threshold"
-    )
-
-
-def _edge_text(edge: Edge) -> str:
-    tried = ", ".join(f"{v:g}" for v in edge.tried)
-    return (
-        f"The best is at the edge of the range tried: {edge.flag}={edge.value:g} is the {edge.side} value "
-        f"tried ({tried}), so a wider range may do better."
-    )
 
 
 def ranking_lines(ranking: Ranking, width: int) -> list[str]:
@@ -120,6 +122,7 @@ def ranking_lines(ranking: Ranking, width: int) -> list[str]:
     columns = f"{'#':>3} {'variant':<{name_w}} {'objective ± 95%':>{value_w}} {'vs baseline':>{delta_w}}  status"
     lines = ["", _fit(columns, width), _fit(f"    {head}", width)]
     tie = False
+    scale = column_scale(ranking, (objective.probe, objective.figure))
     for entry in ranking.entries:
         d = entry.deltas.get((objective.probe, objective.figure))
         change = "—" if d is None else delta_text(d)
@@ -127,7 +130,7 @@ def ranking_lines(ranking: Ranking, width: int) -> list[str]:
         star = " ★" if ranking.winner is entry else " (tie with ★)" if entry.tie_with_winner else ""
         status = status_text(entry) + star
         name = _short(entry.record.variant.name, name_w)
-        value = _short(estimate_text(entry.objective), value_w)
+        value = _short(estimate_text(entry.objective, scale), value_w)
         row = f"{entry.rank or '-':>3} {name:<{name_w}} {value:>{value_w}} {change:>{delta_w}}  "
         lines.append(row + _short(status, max(4, width - len(row))))
     if not tie:
@@ -180,12 +183,15 @@ def _slo_text(key: str, value: float) -> str:
 
 def _command(text: str, width: int) -> list[str]:
     """The recommended serve command and its notes from recommendation.txt; its first line (the reason, printed
-    above), the docker command and the sampling presets stay in the file (a last line says so when it has them)."""
+    above), its ties and edges (the decision above says them), the docker command and the sampling presets stay in
+    the file (a last line says so when it has them)."""
     out: list[str] = []
     command: list[str] = []
     for line in text.rstrip().split("\n")[1:]:
         if line.startswith(("# docker", "# sampling preset")):
             return [*out, *_pack(command, width), "(the docker command and sampling presets: recommendation.txt)"]
+        if line.startswith(DECISION_NOTES):
+            continue  # the decision above said it
         if line.startswith("# "):
             out += wrap(line[2:], width, "# ", "#   ")
         elif line:

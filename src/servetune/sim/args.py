@@ -11,10 +11,11 @@ suggestion, unless `--pass-unknown-flags`; the simulator's own flags (`SIM_FLAG_
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from servetune.errors import ServetuneError
 from servetune.load.options import LoadOptions
 
 ENGINE_WORDS: dict[str, JsonValue] = {"rest": True}
@@ -58,6 +59,14 @@ class EstimateArgs(LoadOptions):
         "steps, mixed steps, waits between chunks and the first token's hand-over",
         json_schema_extra={"nargs": "?", "const": "", "metavar": "[CLASS]"},
     )
+    compare: Path | None = Field(
+        None,
+        description="Replay the runs `servetune bench --save-result` kept in BENCH_DIR on the simulator (their own "
+        "requests and load, in order) and print each load point measured beside simulated: TTFT p50/p99, TPOT p50, "
+        "output tok/s and the TTFT's parts (queue, prefill, API server, HTTP) from each side's /metrics; the load "
+        "options do not go with it",
+        json_schema_extra={"metavar": "BENCH_DIR"},
+    )
     show_config: bool = Field(
         False, description="Print the engine config and GPUs read from the arguments (as plan --show-config), and stop"
     )
@@ -65,6 +74,27 @@ class EstimateArgs(LoadOptions):
         False, description="Simulate without flags no table knows", json_schema_extra=OPT_IN
     )
     engine_flags: tuple[str, ...] = Field((), description="MODEL and vLLM's flags", json_schema_extra=ENGINE_WORDS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _compare_alone(cls, data: Any) -> Any:
+        """`--compare` replays the load the bench folder's runs ran: a load option given with it would be dropped
+        (it runs before `LoadOptions`' own validators, on the options as typed)."""
+        if isinstance(data, dict) and data.get("compare") is not None:
+            given = [_flag(name) for name in data if name in LoadOptions.model_fields]
+            if given:
+                raise ServetuneError(
+                    f"--compare replays the load the bench folder's runs ran; {', '.join(given)} would change it",
+                    "drop the load options (or run estimate without --compare)",
+                )
+        return data
+
+
+def _flag(name: str) -> str:
+    """The flag of a load option as the command line spells it first."""
+    extra = LoadOptions.model_fields[name].json_schema_extra
+    flags = extra.get("flags") if isinstance(extra, dict) else None
+    return str(flags[0]) if isinstance(flags, list) and flags else "--" + name.replace("_", "-")
 
 
 class CalibrateArgs(BaseModel):

@@ -16,16 +16,16 @@ from __future__ import annotations
 import datetime as dt
 
 from servetune.control.client import Models, parse_models
-from servetune.load.backend import ClientSpec
+from servetune.load.backend import ClientSpec, GreedyText
 from servetune.load.prompts import endpoint_fields, load_items, plan_conversation
 from servetune.load.runner import LoadResult
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
-from servetune.metrics.prometheus import MetricsSnapshot, parse
+from servetune.metrics.prometheus import MetricsSnapshot
 from servetune.metrics.slo import Slos
+from servetune.metrics.steady import settle
 from servetune.metrics.summary import summarize
 from servetune.sim.deployment import SimDeployment
-from servetune.sim.metrics import render
 from servetune.sim.text import SimCounter, SimTokenizer
 from servetune.sim.virtual import (
     ConversationSource,
@@ -96,7 +96,9 @@ class SimBackend:
         shape = self.client.limit(shape)
         started_at = dt.datetime.now(dt.UTC).isoformat()
         t0 = self._server.clock
+        before = self._server.snapshot(self._model)
         records = self._server.run(source, shape, stream=self.client.stream, trace=self.trace)
+        settle(records)  # as a live run does: a start-up transient is warm-up (metrics/steady.py)
         return LoadResult(
             base_url=self.label,
             model=self._model,
@@ -109,14 +111,18 @@ class SimBackend:
             wall_s=self._server.clock - t0,
             records=records,
             summary=summarize(records, slos=slos),
+            engine_time=self._server.engine_time(before, records),
         )
 
     async def scrape(self) -> MetricsSnapshot | None:
-        text = render(self._server.stats, self._server.engine.scheduler, self._model)
-        return parse(text, url=self.label, taken_s=self._server.clock)
+        return self._server.snapshot(self._model)
 
     async def models(self) -> Models | None:
         return parse_models(self.deployment.models_payload(self._model))
+
+    async def greedy(self, prompt: str, max_tokens: int) -> GreedyText | None:
+        """The simulator times tokens; it generates no text a correctness check could compare."""
+        return None
 
     # ------------------------------------------------------------------ workloads as engine requests
     def _synthetic(self, workload: Workload) -> ConversationSource:

@@ -27,11 +27,12 @@ import numpy as np
 
 from servetune.errors import ServetuneError
 from servetune.load.shape import LoadShape, Timeouts
+from servetune.metrics.engine_time import EngineTime
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.summary import Summary, summarize
 from servetune.plan.roofline import Efficiency
 from servetune.sim.steptime import StepCoefficients
-from servetune.sim.virtual import Segment, VirtualConversation, VirtualServer, VirtualTurn
+from servetune.sim.virtual import RunTrace, Segment, VirtualConversation, VirtualServer, VirtualTurn
 
 if TYPE_CHECKING:
     from servetune.sim.deployment import SimDeployment
@@ -125,15 +126,22 @@ def _source(run: MeasuredRun) -> Callable[[int], VirtualConversation]:
 @dataclass(frozen=True)
 class Replayed:
     """One run's replay: the simulated records of its measured requests (in the order of `run.measured`), and the
-    simulated engine's prefix-cache hit rate over the run (tokens; None with prefix caching off)."""
+    simulated engine's prefix-cache hit rate over the run (tokens; None with prefix caching off); when asked, the
+    simulated engine's split of the run's TTFT (its `/metrics` around the run, every request of it, read as vLLM's)
+    and the trace of where each request's time went (`explain.py`)."""
 
     records: list[RequestRecord]
     prefix_hit_rate: float | None
+    engine_time: EngineTime | None = None
+    trace: RunTrace | None = None
 
 
-def replay_launch(runs: Sequence[MeasuredRun], coef: StepCoefficients | None = None) -> dict[str, Replayed]:
+def replay_launch(
+    runs: Sequence[MeasuredRun], coef: StepCoefficients | None = None, *, account: bool = False
+) -> dict[str, Replayed]:
     """Runs of one launch, in order, through one fresh simulated server with coefficients `coef` (default: the
-    deployment's)."""
+    deployment's); `account`: with each run's engine split and trace (it costs a `/metrics` rendering per run, so
+    the fit goes without)."""
     if not runs:
         return {}
     server = VirtualServer(runs[0].deployment, coef)
@@ -142,12 +150,17 @@ def replay_launch(runs: Sequence[MeasuredRun], coef: StepCoefficients | None = N
     out: dict[str, Replayed] = {}
     for run in runs:
         queries, hits = counters.prefix_queries, counters.prefix_hits
-        records = server.run(_source(run), run.shape.model_copy(update={"timeouts": _NO_TIMEOUTS}))
+        before = server.snapshot() if account else None
+        trace = RunTrace() if account else None
+        shape = run.shape.model_copy(update={"timeouts": _NO_TIMEOUTS})
+        records = server.run(_source(run), shape, trace=trace)
         by_key = {(r.index, r.turn): r for r in records if r.phase == "measure"}
         asked = counters.prefix_queries - queries
         out[run.name] = Replayed(
             [by_key[(r.index, r.turn)] for r in run.measured if (r.index, r.turn) in by_key],
             (counters.prefix_hits - hits) / asked if caching and asked else None,
+            server.engine_time(before, records) if before is not None else None,
+            trace,
         )
     return out
 
@@ -165,7 +178,7 @@ def launches(runs: Sequence[MeasuredRun]) -> list[list[MeasuredRun]]:
     return list(groups.values())
 
 
-def _trusted(records: Sequence[RequestRecord], untimed: frozenset[int]) -> list[RequestRecord]:
+def trusted(records: Sequence[RequestRecord], untimed: frozenset[int]) -> list[RequestRecord]:
     """The records with the untrusted stream timelines left out (their chunk times dropped)."""
     if not untimed:
         return list(records)
@@ -176,7 +189,7 @@ def _trusted(records: Sequence[RequestRecord], untimed: frozenset[int]) -> list[
 
 
 def measured_summary(run: MeasuredRun) -> Summary:
-    return summarize(_trusted(run.measured, run.untimed))
+    return summarize(trusted(run.measured, run.untimed))
 
 
 def simulated_summaries(runs: Sequence[MeasuredRun], coef: StepCoefficients | None = None) -> dict[str, Summary]:
@@ -185,7 +198,7 @@ def simulated_summaries(runs: Sequence[MeasuredRun], coef: StepCoefficients | No
     for group in launches(runs):
         replayed = replay_launch(group, coef)
         for run in group:
-            out[run.name] = summarize(_trusted(replayed[run.name].records, run.untimed))
+            out[run.name] = summarize(trusted(replayed[run.name].records, run.untimed))
     return out
 
 

@@ -1,7 +1,8 @@
 """What `servetune estimate` does with its arguments (`sim/args.py` `EstimateArgs`): build the simulated
 deployment from MODEL and vLLM's flags, refuse a run too big to finish (records and time, before it starts), run
 the load on the virtual clock, and print bench's summary, the simulator's own line and, with `--explain`, where
-one class's TTFT goes."""
+one class's TTFT goes. With `--compare BENCH_DIR` it replays a bench folder's runs instead and prints each load point
+measured beside its simulated twin."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from servetune.metrics.summary import summarize
 from servetune.process.interrupts import run_coroutine
 from servetune.sim.args import EstimateArgs
 from servetune.sim.backend import REQUESTS_PER_S, RUN_LIMIT_S, SimBackend
+from servetune.sim.compare import compare, comparison_lines, twins
 from servetune.sim.deployment import build_deployment
 from servetune.sim.explain import explain_ttft
 from servetune.sim.flags import parse_sim_args, sim_target
@@ -36,6 +38,9 @@ def run_estimate(args: EstimateArgs) -> None:
     words = list(args.engine_flags)
     if args.show_config:
         show_config(words, args.pass_unknown_flags)
+        return
+    if args.compare is not None:
+        _compare(args, args.compare)
         return
     options = args.load()
     for path in (args.json_out, args.jsonl_out):
@@ -87,3 +92,26 @@ def run_estimate(args: EstimateArgs) -> None:
             f"{summary.failed} of {summary.failed + summary.completed} simulated requests failed: {first.error}",
             "shorten the requests or change the config (the summary above covers the completed ones)",
         )
+
+
+def _compare(args: EstimateArgs, folder: Path) -> None:
+    """`estimate --compare BENCH_DIR`: the folder's load points measured beside their simulated twins."""
+    deployment = build_deployment(parse_sim_args(list(args.engine_flags), allow_unknown=args.pass_unknown_flags))
+    points = compare(twins(folder, deployment), explain=args.explain)
+    to_stdout = args.json_out == "-"
+
+    def out(line: str) -> None:
+        print(line, file=sys.stderr if to_stdout else sys.stdout)
+
+    out(
+        f"simulator: KV cache {deployment.kv_cache_tokens:,} tokens ({deployment.max_concurrency:.2f}x max_model_len);"
+        f" {len(points)} load point(s) of {folder} replayed in the order they ran"
+    )
+    for line in comparison_lines(points, deployment.label):
+        out(line)
+    if args.json_out:
+        text = json.dumps([p.model_dump(mode="json") for p in points], indent=2)
+        if to_stdout:
+            print(text)
+        else:
+            Path(args.json_out).write_text(text)

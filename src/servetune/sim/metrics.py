@@ -83,6 +83,7 @@ LATENCY_BUCKETS = (
     1920.0,
     7680.0,
 )
+ITERATION_TOKEN_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 TOKEN_BUCKETS = (
     1,
     2,
@@ -123,6 +124,13 @@ class Histogram:
         self.total += value
         self.n += 1
 
+    def observe_repeated(self, value: float, times: int) -> None:
+        """`observe(value)` `times` times (a stretch of equal decode steps)."""
+        if times > 0:
+            self.counts[bisect.bisect_left(self.buckets, value)] += times
+            self.total += value * times
+            self.n += times
+
     def observe_many(self, values: Sequence[float] | np.ndarray) -> None:
         """`observe` for each value, in one numpy pass (a finished request's inter-token gaps)."""
         if not len(values):
@@ -139,7 +147,10 @@ class ServerStats:
     """Per-request figures the server observes (the scheduler keeps the token counters).
 
     The one rule of which figure feeds which histogram: `sim-serve` calls these methods as its tokens stream,
-    the in-process backend (`sim/backend.py`) once per finished request, so their `/metrics` agree.
+    the in-process backend (`sim/backend.py`) once per finished request, so their `/metrics` agree. The request's
+    intervals are vLLM's (`vllm/v1/metrics/stats.py`): queue from the engine getting the request (after the API
+    server) to its first scheduled step, prefill from there to its first token, decode from the first token to
+    the last, inference from the first scheduled step to the last token; TTFT from the API server's arrival.
     """
 
     ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BUCKETS))
@@ -147,6 +158,10 @@ class ServerStats:
     tpot: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
     e2e: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
     queue: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
+    prefill: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
+    decode: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
+    inference: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
+    iteration_tokens: Histogram = field(default_factory=lambda: Histogram(ITERATION_TOKEN_BUCKETS))
     prompt_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
     gen_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
     success: dict[str, int] = field(default_factory=dict)
@@ -159,6 +174,11 @@ class ServerStats:
         """Gaps between a request's consecutive output chunks."""
         self.itl.observe_many(gaps_s)
 
+    def iteration(self, tokens: int, times: int = 1) -> None:
+        """`times` engine steps that each delivered `tokens` tokens (vLLM's `iteration_tokens_total`: generated
+        tokens, plus the computed prompt tokens of a request in the step that gives its first token)."""
+        self.iteration_tokens.observe_repeated(tokens, times)
+
     def finished(
         self,
         reason: str,
@@ -168,14 +188,21 @@ class ServerStats:
         tokens: int,
         queue_s: float | None,
         prompt_tokens: int,
+        prefill_s: float | None = None,
     ) -> None:
-        """A request ended normally: `decode_s` from its first output to its end, `queue_s` from arrival to its
-        first scheduled step (None: not known)."""
+        """A request ended normally: `decode_s` from its first output to its end, `queue_s` from the engine
+        getting it to its first scheduled step, `prefill_s` from there to its first output (None: not known)."""
         self.e2e.observe(e2e_s)
-        if decode_s is not None and tokens > 1:
-            self.tpot.observe(decode_s / (tokens - 1))
+        if decode_s is not None:
+            self.decode.observe(decode_s)
+            if tokens > 1:
+                self.tpot.observe(decode_s / (tokens - 1))
         if queue_s is not None:
             self.queue.observe(queue_s)
+        if prefill_s is not None:
+            self.prefill.observe(prefill_s)
+            if decode_s is not None:
+                self.inference.observe(prefill_s + decode_s)
         self.prompt_len.observe(prompt_tokens)
         self.gen_len.observe(tokens)
         self.success[reason] = self.success.get(reason, 0) + 1
@@ -274,6 +301,14 @@ def render(stats: ServerStats, scheduler: Scheduler, model_name: str) -> str:
     )
     hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", stats.e2e)
     hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", stats.queue)
+    hist(
+        "vllm:request_inference_time_seconds",
+        "Histogram of time spent in RUNNING phase for request.",
+        stats.inference,
+    )
+    hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", stats.prefill)
+    hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", stats.decode)
+    hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", stats.iteration_tokens)
     hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", stats.prompt_len)
     hist("vllm:request_generation_tokens", "Number of generation tokens processed.", stats.gen_len)
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,14 @@ def measured_records(
     rows: list[dict[str, Any]], one_chunk_per_token: bool = True
 ) -> tuple[tuple[RequestRecord, ...], frozenset[int]]:
     """The successful requests in send order (warm-ups included, marked by phase), and the positions among the
+    measured ones of those whose first-chunk time cannot be trusted (see `kept_records`)."""
+    return kept_records([to_record(row) for row in rows], one_chunk_per_token)
+
+
+def kept_records(
+    records: Sequence[RequestRecord], one_chunk_per_token: bool = True
+) -> tuple[tuple[RequestRecord, ...], frozenset[int]]:
+    """The successful requests in send order (warm-ups included, marked by phase), and the positions among the
     measured ones of those whose first-chunk time cannot be trusted.
 
     With `one_chunk_per_token` (vLLM streams one chunk per token unless it speculates), a record with fewer
@@ -79,9 +88,8 @@ def measured_records(
     a server that sends the last token's empty text with the closing chunk, benchmarks/device_campaign) only
     records without any chunk are left out.
     """
-    records = []
-    for row in rows:
-        r = to_record(row)
+    kept = []
+    for r in records:
         if r.phase == "cooldown" or not r.ok:
             continue
         if not r.done_ns or not (r.prompt_tokens or r.prompt_tokens_expected):
@@ -89,15 +97,15 @@ def measured_records(
                 "a result record lacks its end time or prompt length",
                 "give servetune's per-request records (sent_ns, chunk_ns, done_ns, prompt_tokens)",
             )
-        records.append(r)
-    records.sort(key=lambda r: r.sent_ns)
-    measured = [r for r in records if r.phase == "measure"]
+        kept.append(r)
+    kept.sort(key=lambda r: r.sent_ns)
+    measured = [r for r in kept if r.phase == "measure"]
     untimed = frozenset(
         i
         for i, r in enumerate(measured)
         if not r.chunk_ns or (one_chunk_per_token and len(r.chunk_ns) < r.output_tokens)
     )
-    return tuple(records), untimed
+    return tuple(kept), untimed
 
 
 def read_flags(directory: Path) -> list[str]:
@@ -129,12 +137,31 @@ def measured_run(
     file: `<point>.json` as `servetune bench --json` writes it, or the campaign's `<point>.summary.json`; without
     one, a closed loop at the records' `concurrency`)."""
     rows = read_rows(path)
+    return run_of(
+        [to_record(row) for row in rows], _side(path), deployment, name or path.stem, path,
+        launch=launch, one_chunk_per_token=one_chunk_per_token, rows=rows,
+    )  # fmt: skip
+
+
+def run_of(
+    records: Sequence[RequestRecord],
+    side: dict[str, Any],
+    deployment: SimDeployment,
+    name: str,
+    where: Path,
+    *,
+    launch: str = "",
+    one_chunk_per_token: bool | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> MeasuredRun:
+    """A measured run from its records and its description (`side`: `shape` and `workload` as `servetune bench`
+    keeps them; `rows`, the raw records, for the campaign's closed loops described only by a `concurrency`
+    field); `where` names it in errors."""
     per_token = not deployment.limits.num_speculative_tokens if one_chunk_per_token is None else one_chunk_per_token
-    records, untimed = measured_records(rows, one_chunk_per_token=per_token)
-    measured = [r for r in records if r.phase == "measure"]
+    kept, untimed = kept_records(records, one_chunk_per_token=per_token)
+    measured = [r for r in kept if r.phase == "measure"]
     if len(untimed) == len(measured):
-        raise ServetuneError(f"{path} has no successful request with a complete stream", "re-run the load point")
-    side = _side(path)
+        raise ServetuneError(f"{where} has no successful request with a complete stream", "re-run the load point")
     found = side.get("workload")
     workload: dict[str, Any] = found if isinstance(found, dict) else {}
     prefixes = {
@@ -143,10 +170,11 @@ def measured_run(
         if isinstance(c, dict) and c.get("name")
     }
     seed = workload.get("seed") if workload.get("source") is None and isinstance(workload.get("seed"), int) else None
+    rows = rows if rows is not None else [r.model_dump(include={"phase"}) for r in records]
     return MeasuredRun(
-        name or path.stem,
-        _shape(rows, side, path, len(measured)),
-        records,
+        name,
+        _shape(rows, side, where, len(measured)),
+        kept,
         deployment,
         untimed,
         launch=launch,

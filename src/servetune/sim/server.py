@@ -44,6 +44,8 @@ class _Live:
     first: float | None = None
     last: float | None = None
     chunks: int = 0
+    submitted: float | None = None
+    """When the engine got it (after the API server's parsing)."""
     scheduled: float | None = None
     cached_tokens: int = 0
 
@@ -98,6 +100,7 @@ class SimServer:
             simulated += outcome.duration
             await asyncio.sleep(max(0.0, anchor + simulated / scale - loop.time()))
             now = loop.time()
+            delivered = sum(n for _, n, _ in outcome.events)
             for req, num_tokens, reason in outcome.events:
                 rid = req.request_id
                 live = self.live.get(rid)
@@ -105,6 +108,7 @@ class SimServer:
                     continue
                 if live.first is None:
                     live.first = now
+                    delivered += req.num_prompt_tokens - req.num_cached_prompt_tokens
                     self.stats.first_token((now - live.arrived) * scale)
                 else:
                     self.stats.token_gaps([(now - (live.last or now)) * scale])
@@ -114,6 +118,8 @@ class SimServer:
                 live.queue.put_nowait((num_tokens, reason))
                 if reason:
                     self._finished(rid, reason, now)
+            if outcome.events:
+                self.stats.iteration(delivered)
 
     def _finished(self, rid: str, reason: str, now: float) -> None:
         live = self.live[rid]
@@ -124,8 +130,9 @@ class SimServer:
             e2e_s=(now - live.arrived) * scale,
             decode_s=None if live.first is None else (now - live.first) * scale,
             tokens=live.chunks,
-            queue_s=None if live.scheduled is None else (live.scheduled - live.arrived) * scale,
+            queue_s=None if live.scheduled is None else (live.scheduled - (live.submitted or live.arrived)) * scale,
             prompt_tokens=live.prompt_tokens,
+            prefill_s=None if live.scheduled is None or live.first is None else (live.first - live.scheduled) * scale,
         )
 
     # ------------------------------------------------------------------ HTTP
@@ -217,6 +224,7 @@ class SimServer:
                     await asyncio.sleep(overhead)
             req = SimRequest(rid, len(ids), max_tokens, block_hashes(ids, self.dep.limits.block_size))
             self._reqs[rid] = req
+            live.submitted = loop.time()
             self.engine.submit(req)
             self._wake.set()
             if body.get("stream"):

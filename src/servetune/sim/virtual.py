@@ -32,10 +32,12 @@ import numpy as np
 
 from servetune.errors import ServetuneError
 from servetune.load.shape import LoadShape, Phaser
+from servetune.metrics.engine_time import EngineTime, Occupancy, engine_time
+from servetune.metrics.prometheus import MetricsSnapshot, parse
 from servetune.metrics.record import ErrorClass, Phase, RequestRecord
 from servetune.sim.engine import SimEngine, StepOutcome
 from servetune.sim.kvcache import block_hashes
-from servetune.sim.metrics import ServerStats
+from servetune.sim.metrics import ServerStats, render
 from servetune.sim.scheduler import SimRequest
 from servetune.sim.steptime import StepTimeModel
 
@@ -102,6 +104,25 @@ class VirtualConversation:
 ConversationSource = Callable[[int], VirtualConversation]
 
 
+@dataclass
+class Occupied:
+    """The running and waiting requests over one run, as vLLM's two gauges would show them if read continuously:
+    their time integrals (request-seconds) and peaks."""
+
+    seconds: float = 0.0
+    running_s: float = 0.0
+    waiting_s: float = 0.0
+    running_max: int = 0
+    waiting_max: int = 0
+
+    def add(self, running: int, waiting: int, seconds: float) -> None:
+        self.seconds += seconds
+        self.running_s += running * seconds
+        self.waiting_s += waiting * seconds
+        self.running_max = max(self.running_max, running)
+        self.waiting_max = max(self.waiting_max, waiting)
+
+
 class VirtualServer:
     """A simulated vLLM on a virtual clock (see the module docstring)."""
 
@@ -115,6 +136,8 @@ class VirtualServer:
         self.clock = 0.0
         """Simulated seconds since the server started."""
         self.ids = itertools.count()
+        self.occupancy = Occupied()
+        """The last run's (`run` starts a new one)."""
         self._api_free = 0.0
         self._overhead = timing.coef.request_overhead_s
 
@@ -124,11 +147,31 @@ class VirtualServer:
         self._api_free = max(self._api_free, sent) + self._overhead
         return self._api_free
 
+    def snapshot(self, model: str | None = None) -> MetricsSnapshot:
+        """The simulated `/metrics` now, as a scrape reads it (`model`: the served name in its labels)."""
+        text = render(self.stats, self.engine.scheduler, model or self.deployment.served_name)
+        return parse(text, url=self.deployment.label, taken_s=self.clock)
+
+    def engine_time(self, before: MetricsSnapshot, records: Sequence[RequestRecord]) -> EngineTime | None:
+        """The last run's TTFT split from the simulated `/metrics` (`before` it, and now), read as vLLM's is; the
+        running and waiting requests are exact time averages over the run, not samples."""
+        split = engine_time(before, self.snapshot(), records)
+        occupied = self.occupancy
+        if split is None or not occupied.seconds:
+            return split
+        return split.model_copy(
+            update={
+                "running": Occupancy(mean=occupied.running_s / occupied.seconds, max=occupied.running_max, samples=0),
+                "waiting": Occupancy(mean=occupied.waiting_s / occupied.seconds, max=occupied.waiting_max, samples=0),
+            }
+        )
+
     def run(
         self, source: ConversationSource, shape: LoadShape, *, stream: bool = True, trace: RunTrace | None = None
     ) -> list[RequestRecord]:
         """Every request of one load shape (warm-up and cool-down included, marked by phase), in send order;
         `trace` records where each request's time went (`servetune estimate --explain`)."""
+        self.occupancy = Occupied()
         return _Run(self, source, shape, stream, trace).execute()
 
 
@@ -164,6 +207,8 @@ class _Flight:
     budget: int
     chunks: list[float] = field(default_factory=list)
     tokens: int = 0
+    arrived: float | None = None
+    """When the engine got it (after the API server)."""
     first_scheduled: float | None = None
 
 
@@ -244,7 +289,9 @@ class _Run:
             if not engine.has_work:
                 if not self.events:
                     raise RuntimeError("virtual run: conversations in flight but nothing left to happen")
-                self.clock = max(self.clock, self.events[0][0])
+                idle = max(self.clock, self.events[0][0])
+                self.server.occupancy.add(0, 0, idle - self.clock)
+                self.clock = idle
                 continue
             quiet = engine.quiet_decode_steps()
             if quiet > 1 and self._fast_forward(quiet):
@@ -260,7 +307,7 @@ class _Run:
         while events and (events[0][0] <= until if inclusive else events[0][0] < until):
             t, _, kind, item = heapq.heappop(events)
             if kind == _ARRIVE:
-                self._arrive(item)
+                self._arrive(item, t)
                 if self.trace is not None:
                     self.trace.arrived[item] = t
             elif kind == _DISPATCH:
@@ -290,6 +337,8 @@ class _Run:
             flight = self.flights[req.request_id]
             flight.chunks.extend(start + t for t in times)
             flight.tokens += len(times)
+        self.server.stats.iteration(len(running), len(times))
+        self.server.occupancy.add(len(running), 0, times[-1])
         self.clock = start + times[-1]
         return True
 
@@ -320,18 +369,26 @@ class _Run:
                 break
             joined.first_scheduled = start
         end = start + outcome.duration
+        scheduler = self.engine.scheduler
+        self.server.occupancy.add(len(scheduler.running), len(scheduler.waiting), outcome.duration)
         if self.trace is not None:
             self._trace(start, outcome)
         self._due(end, inclusive=False)  # what the client does during the step happens before its tokens arrive
         self.clock = end
+        delivered = 0
         for req, num_tokens, reason in outcome.events:
+            delivered += num_tokens
             got = flights.get(req.request_id)
             if got is None:
                 continue
+            if not got.chunks:  # vLLM counts a prompt's computed tokens in the iteration of its first token
+                delivered += req.num_prompt_tokens - req.num_cached_prompt_tokens
             got.chunks.append(end)
             got.tokens += num_tokens
             if reason:
                 self._finished(got, end, reason)
+        if outcome.events:
+            self.server.stats.iteration(delivered)
 
     def _trace(self, start: float, outcome: StepOutcome) -> None:
         """Records a planned step (see `RunTrace`)."""
@@ -399,10 +456,11 @@ class _Run:
         if math.isfinite(self.whole_s):
             self._push(t + self.whole_s, _END_DEADLINE, flight.rid)
 
-    def _arrive(self, rid: str) -> None:
+    def _arrive(self, rid: str, t: float) -> None:
         flight = self.flights.get(rid)
         if flight is None:  # timed out before the server saw it
             return
+        flight.arrived = t
         turn = flight.owner.conv.turns[flight.turn]
         hashes = turn.block_hashes(self.deployment.limits.block_size)
         self.engine.submit(SimRequest(rid, turn.prompt_tokens, flight.budget, hashes))
@@ -425,15 +483,17 @@ class _Run:
         self.rejections = 0
         turn = flight.owner.conv.turns[flight.turn]
         chunks = np.asarray(flight.chunks)
-        self.server.stats.first_token(float(chunks[0]) - flight.sent)
+        first, scheduled = float(chunks[0]), flight.first_scheduled
+        self.server.stats.first_token(first - flight.sent)
         self.server.stats.token_gaps(np.diff(chunks))
         self.server.stats.finished(
             reason,
             e2e_s=t - flight.sent,
-            decode_s=t - float(chunks[0]),
+            decode_s=t - first,
             tokens=flight.tokens,
-            queue_s=None if flight.first_scheduled is None else flight.first_scheduled - flight.sent,
+            queue_s=None if scheduled is None else scheduled - (flight.arrived or flight.sent),
             prompt_tokens=turn.prompt_tokens,
+            prefill_s=None if scheduled is None else first - scheduled,
         )
         self._record(flight, t, http_status=200, finish_reason=reason, output_tokens=flight.tokens, usage=True)
         owner = flight.owner

@@ -11,7 +11,7 @@ from servetune.load.shape import LoadShape, Timeouts
 from servetune.load.workload import Workload
 from servetune.metrics.record import RequestRecord
 from servetune.metrics.slo import request_slos
-from servetune.suite.spec import ProbeContext
+from servetune.suite.spec import ProbeContext, ProbeLoad
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,24 @@ def _shape(concurrency: int, requests: int, warmup: int = 0) -> LoadShape:
     return LoadShape.closed(concurrency, requests=requests, warmup_requests=warmup, seed=0, timeouts=Timeouts())
 
 
+SINGLE = _shape(1, 1)
+"""The run `single` makes: one request."""
+PAIR = _shape(1, 2)
+"""The run `prefix_pair` makes: two requests, one after the other."""
+WARM_UP_TOKENS = 8
+"""Output tokens of each warm-up request (`warm_up`)."""
+
+
+def level_shape(concurrency: int, requests: int) -> LoadShape:
+    """The run `load_point` makes: a closed loop of `concurrency` with one warm-up request per stream."""
+    return _shape(concurrency, requests, warmup=concurrency)
+
+
+def single_load(max_tokens: int, *sized_by: str) -> ProbeLoad:
+    """`single`'s run asking `max_tokens`, priced (`ProbeSpec.loads`)."""
+    return ProbeLoad(SINGLE, max_tokens, sized_by)
+
+
 async def single(
     ctx: ProbeContext, *, prompt: str | None = None, prompt_tokens: int | None = None, max_tokens: int, ignore_eos: bool
 ) -> Reply:
@@ -69,7 +87,7 @@ async def single(
         workload = Workload.texts([prompt], max_tokens, seed=ctx.seed)
     else:
         workload = Workload.long_document(prompt_tokens or 64, max_tokens, seed=ctx.seed)
-    result = await ctx.backend.run(workload.model_copy(update={"output_control": control}), _shape(1, 1))
+    result = await ctx.backend.run(workload.model_copy(update={"output_control": control}), SINGLE)
     records = [r for r in result.records if r.phase == "measure"]
     if not records:
         return Reply(ok=False, error="no request was measured")
@@ -82,7 +100,7 @@ async def prefix_pair(
     """The same long system prompt (unique to this seed, so the first request is cold) with two different
     questions, one after the other."""
     workload = Workload.shared_prefix(system_tokens, question_tokens, max_tokens, seed=ctx.seed)
-    result = await ctx.backend.run(workload, _shape(1, 2))
+    result = await ctx.backend.run(workload, PAIR)
     records = sorted((r for r in result.records if r.phase == "measure"), key=lambda r: r.index)
     warnings = list(result.summary.validity.warnings)
     if len(records) < 2:
@@ -101,7 +119,7 @@ async def load_point(
     answered every level after the first from its cache and its TTFT measured a cache hit, not a prefill."""
     workload = Workload.synthetic(input_tokens, output_tokens, seed=level_seed(ctx.seed, concurrency))
     slos = dict(ctx.slos)
-    result = await ctx.backend.run(workload, _shape(concurrency, requests, warmup=concurrency), slos=request_slos(slos))
+    result = await ctx.backend.run(workload, level_shape(concurrency, requests), slos=request_slos(slos))
     s = result.summary
     point: dict[str, float] = {
         "concurrency": float(concurrency),
@@ -117,6 +135,9 @@ async def load_point(
                 point[f"{name}_{q}_ms"] = value
     if s.goodput is not None:
         point["goodput_request_rps"] = s.goodput
+    if result.engine_time is not None:  # the engine's own split of the level's TTFT, in the client's clock like
+        scale = ctx.backend.time_scale  # every other figure here (the probe converts them all to simulated time)
+        point.update({k: v / scale for k, v in result.engine_time.figures(scale).items()})
     warnings = list(s.validity.warnings)
     return LoadPoint(point, s.completed + s.failed, s.failed, warnings, s.slo_failures(slos))
 
@@ -129,4 +150,4 @@ def level_seed(seed: int, concurrency: int) -> int:
 async def warm_up(ctx: ProbeContext, requests: int) -> None:
     """Short requests after ready, never measured (first requests pay one-off costs)."""
     for i in range(requests):
-        await single(replace(ctx, seed=10_000 + i), prompt_tokens=32, max_tokens=8, ignore_eos=True)
+        await single(replace(ctx, seed=10_000 + i), prompt_tokens=32, max_tokens=WARM_UP_TOKENS, ignore_eos=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from servetune.load.backend import GreedyText
 from servetune.metrics.reconcile import Reconciliation
 
 
@@ -25,8 +26,20 @@ class ProbeResult(BaseModel):
         description="servetune's token and request counts against the engine's own counters over the run (None: "
         "not compared). A disagreement makes the run not ok: not valid for comparisons.",
     )
+    unsteady: list[str] = Field(
+        default_factory=list,
+        description="Why the probe's load was no steady-state measurement: a server stall in a measured window, a "
+        "window that was not steady (each run's validity verdict). `tune` runs such a probe once more.",
+    )
+    repeated_because: list[str] = Field(
+        default_factory=list,
+        description="This is a second run of the probe: the first one's `unsteady` reasons (empty: it ran once).",
+    )
     requests: int = 0
     failed_requests: int = 0
+    samples: list[GreedyText] = Field(
+        default_factory=list, description="Greedy answers the correctness probe keeps, to compare configs."
+    )
     warnings: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     error: str | None = None

@@ -1,23 +1,25 @@
 """Running one probe: its spec's `run` on a backend with the probe's own prompt seed, the engine's counters read
-before and after (their difference is kept with the result, and servetune's counts are reconciled with them:
-a disagreement makes the run not valid), a probe's crash recorded as a failed result, and figures measured
-against a time-scaled simulator converted to simulated (real-GPU) time once, by each figure's declared
-scaling."""
+before and after (their difference is kept with the result with the engine's split of the probe's mean TTFT, and
+servetune's counts are reconciled with them — or, from an engine without counters, with its per-response timings: a
+disagreement makes the run not valid), every load run's stalls and unsteadiness collected (`unsteady`), a probe's
+crash recorded as a failed result, and figures measured against a time-scaled simulator converted to simulated
+(real-GPU) time once, by each figure's declared scaling."""
 
 from __future__ import annotations
 
-import asyncio
+import time
 from dataclasses import replace
 from typing import Any
 
 from servetune.control.client import Models
-from servetune.load.backend import Backend
+from servetune.load.backend import Backend, GreedyText
 from servetune.load.runner import LoadResult
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
-from servetune.metrics.prometheus import MetricsSnapshot, delta
-from servetune.metrics.reconcile import ClientAccount, Reconciliation, engine_account, reconcile
-from servetune.metrics.record import RequestRecord
+from servetune.metrics.engine_time import engine_time
+from servetune.metrics.prometheus import MetricsSnapshot, delta, settle
+from servetune.metrics.reconcile import ClientAccount, Reconciliation, engine_account, reconcile, timings_account
+from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.metrics.slo import Slos
 from servetune.suite.result import ProbeResult
 from servetune.suite.spec import ProbeContext, ProbeSpec
@@ -34,6 +36,7 @@ class _Accounted:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self.records: list[RequestRecord] = []
+        self.unsteady: list[str] = []  # each run's reasons it was no steady-state measurement
 
     @property
     def label(self) -> str:
@@ -62,6 +65,7 @@ class _Accounted:
     async def run(self, workload: Workload, shape: LoadShape, *, slos: Slos | None = None) -> LoadResult:
         result = await self._backend.run(workload, shape, slos=slos)
         self.records.extend(result.records)
+        self.unsteady.extend(result.summary.validity.unsteady())
         return result
 
     async def scrape(self) -> MetricsSnapshot | None:
@@ -69,6 +73,27 @@ class _Accounted:
 
     async def models(self) -> Models | None:
         return await self._backend.models()
+
+    async def greedy(self, prompt: str, max_tokens: int) -> GreedyText | None:
+        """The answer, kept in the account as one request (the engine counts it)."""
+        sent = time.monotonic_ns()
+        answer = await self._backend.greedy(prompt, max_tokens)
+        if answer is not None:
+            n = len(answer.tokens) if answer.error is None else 0
+            self.records.append(
+                RequestRecord(
+                    index=len(self.records),
+                    sent_ns=sent,
+                    done_ns=time.monotonic_ns(),
+                    stream=False,
+                    prompt_tokens=answer.prompt_tokens,
+                    output_tokens=n,
+                    usage_output_tokens=n if answer.error is None else None,
+                    error_class=ErrorClass.INVALID_RESPONSE if answer.error else None,
+                    error=answer.error,
+                )
+            )
+        return answer
 
 
 async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeResult:
@@ -80,33 +105,36 @@ async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeRes
     except Exception as err:  # noqa: BLE001 - a probe's crash is a result to record, not a reason to stop
         result = ProbeResult(probe=spec.name, ok=False, error=f"{type(err).__name__}: {err}")
     after = await backend.scrape()
+    if backend.unsteady:
+        result = result.model_copy(update={"unsteady": [*result.unsteady, *backend.unsteady]})
     client = ClientAccount.of(backend.records)
     if before is not None and after is not None:
         after, checked = await _settled(backend, before, after, client, spec)
         d = delta(before, after)
         named = {k: v for k, v in d.model_dump().items() if isinstance(v, float) and k != "duration_s"}
         counters = {k: v for k, v in d.counters.items() if v}
-        result = result.model_copy(update={"engine_metrics": {**counters, **named, **result.engine_metrics}})
+        split = engine_time(before, after, backend.records)
+        parts = split.figures(ctx.backend.time_scale) if split is not None else {}
+        result = result.model_copy(update={"engine_metrics": {**counters, **named, **parts, **result.engine_metrics}})
     else:
-        checked = reconcile(client, None, spec.prompts)
+        checked = reconcile(client, timings_account(backend.records), spec.prompts)
     return to_simulated_time(spec, judged(result, checked), ctx.backend.time_scale)
 
 
 async def _settled(
     backend: _Accounted, before: MetricsSnapshot, after: MetricsSnapshot, client: ClientAccount, spec: ProbeSpec
 ) -> tuple[MetricsSnapshot, Reconciliation]:
-    """The reconciliation, scraped again (`SETTLE_S`) while the engine's totals are still short of the client's."""
-    checked = reconcile(client, engine_account(before, after), spec.prompts)
-    for wait in SETTLE_S:
-        if not any(c.name != "cached_tokens" and c.engine < c.servetune for c in checked.flagged):
-            break
-        await asyncio.sleep(wait)
-        again = await backend.scrape()
-        if again is None:
-            break
-        after = again
-        checked = reconcile(client, engine_account(before, after), spec.prompts)
-    return after, checked
+    """The reconciliation, scraped again (`prometheus.settle`) while the engine's totals are still short of the
+    client's."""
+
+    def checked(snapshot: MetricsSnapshot) -> Reconciliation:
+        return reconcile(client, engine_account(before, snapshot), spec.prompts)
+
+    def short(snapshot: MetricsSnapshot) -> bool:
+        return any(c.name != "cached_tokens" and c.engine < c.servetune for c in checked(snapshot).flagged)
+
+    after = await settle(backend.scrape, after, short)
+    return after, checked(after)
 
 
 def judged(result: ProbeResult, checked: Reconciliation) -> ProbeResult:

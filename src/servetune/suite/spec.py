@@ -10,12 +10,13 @@ their scaling. Adding a probe is adding one module to `servetune.suite.probes` t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from servetune.load.shape import LoadShape
 from servetune.metrics.reconcile import Prompts
 
 if TYPE_CHECKING:
@@ -55,6 +56,13 @@ class Figure(BaseModel):
         return (self.label or self.name.replace("_", " ")) + (f" ({self.unit})" if self.unit else "")
 
 
+TTFT_PARTS = tuple(
+    Figure(name=f"ttft_{part}_ms", unit="ms", better="none", scaling="time", label=f"TTFT's {label} (engine, mean)")
+    for part, label in (("queue", "queue"), ("prefill", "prefill"), ("api", "API server"), ("http", "HTTP"))
+)
+"""The engine's split of a load level's mean TTFT (`metrics.engine_time`)."""
+
+
 @dataclass(frozen=True)
 class ProbeContext:
     """What a probe run needs besides its parameters: the backend to load, the experiment's SLOs (already in
@@ -86,6 +94,21 @@ ProbeFn = Callable[[ProbeContext, Any], Awaitable["ProbeResult"]]
 
 
 @dataclass(frozen=True)
+class ProbeLoad:
+    """One run a probe makes on its backend, as a suite is priced before it starts (`load.options.shape_footprint`,
+    the rule that prices a bench run): its load shape, the most output tokens one request asks for, and the
+    parameters that set them (what a refusal names)."""
+
+    shape: LoadShape
+    output_tokens: int
+    sized_by: tuple[str, ...]
+
+
+def _no_loads(params: Any) -> Sequence[ProbeLoad]:
+    return ()
+
+
+@dataclass(frozen=True)
 class ProbeSpec:
     """A probe of the suite (see the module docstring)."""
 
@@ -108,6 +131,9 @@ class ProbeSpec:
     prompts: Prompts = "cold"
     """What its prompts must be to the engine's prefix cache (`metrics.reconcile.Prompts`): `run_probe` proves it
     from the engine's counters and marks a run that broke it not valid."""
+    loads: Callable[[Any], Sequence[ProbeLoad]] = _no_loads
+    """The runs `run` makes with these parameters (none: it only reads the engine), from the same shapes `run`
+    uses, so a suite's records and time are priced before anything launches."""
 
     def figure(self, name: str) -> Figure | None:
         return next((f for f in (*self.figures, *self.point_figures) if f.name == name), None)

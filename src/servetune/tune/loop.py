@@ -1,6 +1,7 @@
 """The tuning loop, thin on purpose: for each stage, ask its variant source for a batch while the executor has
 room, plan the batch (planner check, estimates, launch groups), submit the launch groups, tell the source how
-each variant did as its group ends, and carry the stage's winner into the next stage as its base. A matrix or a
+each variant did as its group ends, and carry the stage's winner into the next stage as its base; at the end,
+when `confirm` asks for it, re-measure the finalists with fresh repeats (`tune.results.confirm`). A matrix or a
 grid is one batch (every group submitted at once, run as the executor can); a search asks for another trial
 whenever a slot is free, so several trials are in flight on several slots (Optuna's TPE with the constant
 liar for the pending ones: `tune.search`). Everything is stored as it happens, so `resume=True` repeats
@@ -20,6 +21,7 @@ from servetune.load.backend import ClientSpec
 from servetune.secrets import Redactor
 from servetune.tune.execution.executor import Executor, executor_for
 from servetune.tune.execution.session import Launcher, LaunchSession, default_launcher
+from servetune.tune.results.confirm import CONFIRM_STAGE, confirmation_variants
 from servetune.tune.results.progress import Emit, Progress
 from servetune.tune.results.rank import Ranking, rank
 from servetune.tune.results.result import RunResult, VariantRecord
@@ -28,7 +30,7 @@ from servetune.tune.schema.experiment import Experiment, Stage
 from servetune.tune.schema.variants import Variant, base_config
 from servetune.tune.search.estimates import ESTIMATE_PROBE, Predictor, predictor
 from servetune.tune.search.plan import BatchPlan, plan_batch
-from servetune.tune.search.sources import Feasible, VariantSource, Verdict, source_for
+from servetune.tune.search.sources import Feasible, FixedSource, VariantSource, Verdict, source_for
 
 
 @dataclass
@@ -71,7 +73,7 @@ def default_feasibility(exp: Experiment) -> Feasible:
     planner's verdict, with the config as the planner serves it (what `plan` and the recommendation print). A
     config the planner cannot read (a Hub id, no local config.json) is not judged by it."""
     hardware = exp.hardware.resolved()
-    local = exp.executor.kind != "ray"
+    local = exp.executor.kind not in ("ray", "replay")  # a Ray node checks its own disk; a replay launches nothing
 
     def check(config: EngineConfig) -> Verdict:
         missing = tuple(_missing_model(config)) if local else ()
@@ -135,12 +137,14 @@ def run_experiment(
     executor: Executor | None = None,
     reorder: bool = True,
     retry_failed: bool = False,
+    predict: Predictor | None = None,
 ) -> Outcome:
     """Runs (or resumes) an experiment into `out_dir`. `launcher` and `feasibility` default to the real engines
     and the planner; `executor` defaults to the one `exp.executor` names (a launcher given here is the local
     executor's: the others launch real engines where they run); `reorder=False` keeps the declared order (the
     ordering benchmark); `retry_failed` (with `resume`) runs variants that failed in an earlier session again (a
-    transient crash), keeping their runs."""
+    transient crash), keeping their runs; `predict` stands for the simulator's estimates when `estimate` asks for
+    them (default: `search.estimates.predictor`; a study replaying one table many times passes a cached one)."""
     if launcher is not None and (executor is not None or exp.executor.kind != "local"):
         raise ValueError("a launcher is the local executor's: the other executors launch where they run")
     if resume or retry_failed:
@@ -161,7 +165,8 @@ def run_experiment(
         runner = executor or executor_for(exp)
         try:
             runner.bind(session, store)
-            _Loop(exp, store, session, progress, runner, feasibility or default_feasibility(exp), reorder).run()
+            feasible = feasibility or default_feasibility(exp)
+            _Loop(exp, store, session, progress, runner, feasible, reorder, predict).run()
         finally:
             runner.close()
         records = store.records()
@@ -179,14 +184,21 @@ class _Loop:
     executor: Executor
     feasibility: Feasible | None
     reorder: bool
+    predict: Predictor | None = None
 
     def run(self) -> None:
         base, client = base_config(self.exp), self.exp.client
-        predict: Predictor | None = predictor(self.exp) if self.exp.estimate.mode != "off" else None
+        predict = None
+        if self.exp.estimate.mode != "off":
+            predict = self.predict or predictor(self.exp)
         for stage in self.exp.variants.as_stages():
             winner = self.run_stage(stage, base, client, predict)
             if winner is not None:
                 base, client = winner.config, winner.client
+        searched = any(stage.search is not None for stage in self.exp.variants.as_stages())
+        pruned = any(record.estimated for record in self.store.records())
+        if self.exp.confirm.wanted(searched, pruned):
+            self.confirm()
 
     def run_stage(
         self, stage: Stage, base: EngineConfig, client: ClientSpec, predict: Predictor | None
@@ -194,9 +206,32 @@ class _Loop:
         """Runs one stage and returns its winner (the next stage's base), None when nothing qualified."""
         goal = self.exp.resolved_objective().direction
         source = source_for(stage, base, client, goal, self.feasibility)
-        for record in self._stage_records(stage):
+        for record in self._stage_records(stage.name):
             if record.status in FINISHED:
                 source.resume(record.variant, self._value(record), record.gpu_minutes)
+        self._drive(source, predict)
+        winner = rank(self.exp, self._stage_records(stage.name)).winner
+        return winner.record.variant if winner else None
+
+    def confirm(self) -> None:
+        """Re-measures the finalists of every stage with fresh repeats (the confirm stage), so the ranking can
+        recommend on figures that were not chosen for looking best."""
+        measured = [r for r in self.store.records() if r.variant.stage != CONFIRM_STAGE]
+        ranking = rank(self.exp, measured)
+        if ranking.winner is None:
+            return
+        ranked = [e.record.variant for e in ranking.entries if e.eligible]
+        variants = confirmation_variants(self.exp, ranking.winner.record.variant, ranked)
+        repeats = variants[0].repeats
+        self.session.emit(
+            f"confirm: re-measuring {len(variants)} finalist(s) with {repeats} fresh repeats: "
+            + ", ".join(v.name for v in variants)
+        )
+        self._drive(FixedSource(variants), None)
+
+    def _drive(self, source: VariantSource, predict: Predictor | None) -> None:
+        """Asks the source for batches while the executor has room, plans and submits them, and tells the source
+        how each variant did, until it has nothing more to try and every launch is over."""
         while True:
             while self.executor.has_room() and (batch := source.ask()):
                 plan = plan_batch(
@@ -221,8 +256,6 @@ class _Loop:
         for variant, reasons in source.rejected:
             self.store.add_variant(variant, self.store.next_position())
             self.store.set_status(variant.key(), "skipped", skip_reasons=reasons)
-        winner = rank(self.exp, self._stage_records(stage)).winner
-        return winner.record.variant if winner else None
 
     def _register(self, plan: BatchPlan) -> list[list[Variant]]:
         """Registers the batch (estimate-only and infeasible variants with their reasons) and returns the launch
@@ -268,8 +301,8 @@ class _Loop:
         record = self.store.record(variant.key())
         source.tell(variant, self._value(record), record.gpu_minutes)
 
-    def _stage_records(self, stage: Stage) -> list[VariantRecord]:
-        return [r for r in self.store.records() if r.variant.stage == stage.name]
+    def _stage_records(self, stage: str) -> list[VariantRecord]:
+        return [r for r in self.store.records() if r.variant.stage == stage]
 
     def _value(self, record: VariantRecord) -> float | None:
         entry = rank(self.exp, [record]).entries[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from servetune.suite.probes._common import OUTPUT_MARGIN, Params
-from servetune.suite.requests import single
+from servetune.suite.requests import single, single_load
 from servetune.suite.result import ProbeResult
 from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
 
@@ -89,5 +89,6 @@ SPEC = register(
             Figure(name="long_context_tokens", unit="tokens", better="none", label="long-context prompt"),
             Figure(name="max_model_len", unit="tokens", better="none", label="max_model_len served"),
         ),
+        loads=lambda p: [single_load(p.chat_max_tokens, "chat_max_tokens"), single_load(LONG_CONTEXT_MAX_TOKENS)],
     )
 )

@@ -9,7 +9,7 @@ from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
 from servetune.suite.probes._common import Params
 from servetune.suite.result import ProbeResult
-from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
+from servetune.suite.spec import Figure, ProbeContext, ProbeLoad, ProbeSpec, register
 
 
 class Burst(Params):
@@ -18,9 +18,13 @@ class Burst(Params):
     output_tokens: int = Field(default=64, ge=1)
 
 
+def _shape(p: Burst) -> LoadShape:
+    return LoadShape.open(float("inf"), requests=p.requests)
+
+
 async def run(ctx: ProbeContext, p: Burst) -> ProbeResult:
     workload = Workload.synthetic(p.input_tokens, p.output_tokens, seed=ctx.seed)
-    result = await ctx.backend.run(workload, LoadShape.open(float("inf"), requests=p.requests))
+    result = await ctx.backend.run(workload, _shape(p))
     s = result.summary
     figures: dict[str, float | None] = {
         "drain_s": s.duration_s,
@@ -54,5 +58,6 @@ SPEC = register(
             Figure(name="failed", unit="requests", better="lower", label="burst failed requests"),
         ),
         objectives={"burst_drain": "drain_s"},
+        loads=lambda p: [ProbeLoad(_shape(p), p.output_tokens, ("requests", "output_tokens"))],
     )
 )

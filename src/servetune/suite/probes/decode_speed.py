@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from servetune.suite.probes._common import Params, single_result, speed_figures, speed_values
-from servetune.suite.requests import single
+from servetune.suite.requests import single, single_load
 from servetune.suite.result import ProbeResult
 from servetune.suite.spec import ProbeContext, ProbeSpec, register
 
@@ -32,5 +32,6 @@ SPEC = register(
         summary=__doc__.splitlines()[0],
         figures=speed_figures("decode, 1 stream,"),
         objectives={"decode_tok_s": "output_tok_s"},
+        loads=lambda p: [single_load(p.output_tokens, "output_tokens")],
     )
 )

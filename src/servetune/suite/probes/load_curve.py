@@ -7,9 +7,9 @@ from pydantic import Field, field_validator
 
 from servetune.load.saturation import SATURATION
 from servetune.suite.probes._common import Params
-from servetune.suite.requests import load_point
+from servetune.suite.requests import level_shape, load_point
 from servetune.suite.result import ProbeResult
-from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
+from servetune.suite.spec import TTFT_PARTS, Figure, ProbeContext, ProbeLoad, ProbeSpec, register
 
 
 class LoadCurve(Params):
@@ -27,15 +27,24 @@ class LoadCurve(Params):
         return value
 
 
+def _levels(p: LoadCurve) -> list[tuple[int, int]]:
+    """(concurrency, measured requests) of each level: at least two requests per stream."""
+    return [(c, max(p.requests_per_point, 2 * c)) for c in p.concurrency]
+
+
+def _loads(p: LoadCurve) -> list[ProbeLoad]:
+    """Every level, as if none stopped at saturation (the most the curve can cost)."""
+    sized_by = ("requests_per_point", "concurrency", "output_tokens")
+    return [ProbeLoad(level_shape(c, n), p.output_tokens, sized_by) for c, n in _levels(p)]
+
+
 async def run(ctx: ProbeContext, p: LoadCurve) -> ProbeResult:
     points: list[dict[str, float]] = []
     warnings: list[str] = []
     requests = failed = 0
     previous: float | None = None
-    for concurrency in p.concurrency:
-        level = await load_point(
-            ctx, concurrency, max(p.requests_per_point, 2 * concurrency), p.input_tokens, p.output_tokens
-        )
+    for concurrency, measured in _levels(p):
+        level = await load_point(ctx, concurrency, measured, p.input_tokens, p.output_tokens)
         requests += level.requests
         failed += level.failed
         warnings += level.warnings
@@ -114,8 +123,10 @@ SPEC = register(
             Figure(name="error_rate", unit="", better="lower", label="error rate"),
             Figure(name="meets_slo", unit="", better="higher", label="meets the SLOs"),
             *_latency_points(),
+            *TTFT_PARTS,
         ),
         objectives={"goodput": "goodput_rps", "output_throughput": "slo_output_tok_s"},
         judges_latency_slos=True,
+        loads=_loads,
     )
 )

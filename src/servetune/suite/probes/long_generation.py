@@ -8,7 +8,7 @@ from pydantic import Field
 from servetune.metrics.prometheus import delta
 from servetune.suite.probes._common import Params, single_result, speed_figures, speed_values
 from servetune.suite.probes.decode_speed import SPEED_PROMPT_TOKENS
-from servetune.suite.requests import single
+from servetune.suite.requests import single, single_load
 from servetune.suite.result import ProbeResult
 from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
 
@@ -44,5 +44,6 @@ SPEC = register(
             Figure(name="spec_mean_accept_len", unit="tokens", better="higher", label="mean acceptance length"),
         ),
         objectives={"long_generation_tok_s": "output_tok_s"},
+        loads=lambda p: [single_load(p.output_tokens, "output_tokens")],
     )
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from servetune.suite.probes._common import OUTPUT_MARGIN, Params, single_result
-from servetune.suite.requests import single
+from servetune.suite.requests import single, single_load
 from servetune.suite.result import ProbeResult
 from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
 
@@ -47,5 +47,6 @@ SPEC = register(
             Figure(name="prefill_tok_s", unit="tok/s", better="higher", scaling="rate", label="prefill tok/s"),
         ),
         objectives={"prefill_s": "ttft_s"},
+        loads=lambda p: [single_load(p.max_tokens, "max_tokens")],
     )
 )

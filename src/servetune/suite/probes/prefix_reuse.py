@@ -9,9 +9,9 @@ from pydantic import Field
 
 from servetune.metrics.prometheus import delta
 from servetune.suite.probes._common import Params
-from servetune.suite.requests import prefix_pair
+from servetune.suite.requests import PAIR, prefix_pair
 from servetune.suite.result import ProbeResult
-from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
+from servetune.suite.spec import Figure, ProbeContext, ProbeLoad, ProbeSpec, register
 
 QUESTION_TOKENS = 32
 """Length of each question after the shared system prompt."""
@@ -65,5 +65,6 @@ SPEC = register(
             Figure(name="hit_rate_pct", unit="%", better="higher", label="prefix-cache hit rate", headline=True),
         ),
         prompts="shared",
+        loads=lambda p: [ProbeLoad(PAIR, p.max_tokens, ("max_tokens",))],
     )
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from servetune.suite.probes._common import Params, single_result
-from servetune.suite.requests import single
+from servetune.suite.requests import single, single_load
 from servetune.suite.result import ProbeResult
 from servetune.suite.spec import Figure, ProbeContext, ProbeSpec, register
 
@@ -47,5 +47,6 @@ SPEC = register(
         ),
         objectives={"latency": "e2el_ms"},
         prompts="given",
+        loads=lambda p: [single_load(p.max_tokens, "max_tokens")],
     )
 )

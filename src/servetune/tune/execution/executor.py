@@ -3,7 +3,8 @@ the loop submits groups and waits for them, and never knows where they ran.
 
 - `local` (`LocalExecutor`): one group at a time, in this process, writing the store itself;
 - `local-gpus` (`tune.local_gpus`): groups side by side on slots of this host's GPUs;
-- `ray` (`tune.ray_executor`): each group a Ray task on a node with the GPUs (or the custom resource) it needs.
+- `ray` (`tune.ray_executor`): each group a Ray task on a node with the GPUs (or the custom resource) it needs;
+- `replay` (`tune.replay`): nothing launched, every group answered from a measured table.
 
 The concurrent two run each group in a slot process that relays every call back here (`tune.relay`): the store
 has one writer, and every finished probe run is stored as it finishes, wherever it ran. Ray is imported by its
@@ -84,4 +85,9 @@ def executor_for(exp: Experiment) -> Executor:
         from servetune.tune.execution.ray_executor import RayExecutor
 
         return RayExecutor(exp, spec.address, spec.resource)
+    if spec.kind == "replay":
+        from servetune.tune.execution.replay import ReplayExecutor
+
+        assert spec.table is not None  # the schema asks for it
+        return ReplayExecutor(exp, spec.table, spec.seed)
     return LocalExecutor()

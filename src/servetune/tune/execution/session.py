@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from servetune.engines.applied import require_applied
 from servetune.engines.config import EngineConfig
 from servetune.engines.failures import EngineLaunchError
 from servetune.engines.models import resolve_model, resolve_tokenizer
@@ -139,7 +140,7 @@ class LaunchSession:
             with self.launcher(resolve_model(first.config), log_dir, self.exp.engine.startup_timeout_s) as engine:
                 launch_s = clock()
                 self.progress.launched(launch_s)
-                facts = _facts(engine)
+                facts = {**_facts(engine), "flags_applied": require_applied(first.config, engine.facts)}
                 pid = "simulated in process" if isinstance(engine, VirtualEngine) else f"engine pid {engine.pid}"
                 ran_on = f"{self.where}; {pid}"
                 warm = ProbeContext(self._backend(first, engine, facts))
@@ -195,7 +196,7 @@ class LaunchSession:
         done = self.store.finished_runs(variant.key())
         backend = self._backend(variant, engine, facts)
         slos = wall_clock_slos(dict(self.exp.slos), backend.time_scale)
-        repeats = self.exp.suite.repeats
+        repeats = variant.repeats or self.exp.suite.repeats
         for name in self.exp.suite.probes.enabled():
             spec, params = get_probe(name), self.exp.suite.probes.params(name)
             if not applies(params, variant):
@@ -212,6 +213,8 @@ class LaunchSession:
                 run_clock = stopwatch()
                 ctx = ProbeContext(backend, slos=slos, seed=_seed(variant, repeat), facts=facts)
                 result = run_coroutine(run_probe(spec, ctx, params))
+                if result.unsteady and not result.failed_requests and engine.alive():
+                    result = self._again(variant, name, repeat, result, ctx)
                 self.store.add_run(
                     RunResult(
                         variant_key=variant.key(),
@@ -235,6 +238,18 @@ class LaunchSession:
         self.emit(f"done {variant.name} in {wall:.1f} s")
         return False
 
+    def _again(self, variant: Variant, probe: str, repeat: int, first: ProbeResult, ctx: ProbeContext) -> ProbeResult:
+        """A probe whose load was no steady-state measurement (a server stall, a window that never settled) runs
+        once more, on prompts of its own (the first run's are in the engine's cache now); the second result is
+        the one kept, with the first one's reasons (`repeated_because`). Once: a stall or trend that comes back is
+        the config's, and the second result says so in its own `unsteady` and warnings. A run whose requests
+        failed is not repeated: its failures are the louder problem, and the watchdog judges the engine first."""
+        self.progress.say(variant.name, f"{probe} {repeat + 1}/{self.exp.suite.repeats} again: {first.unsteady[0]}")
+        spec, params = get_probe(probe), self.exp.suite.probes.params(probe)
+        again = replace(ctx, seed=_seed(variant, repeat, again=True))
+        second = run_coroutine(run_probe(spec, again, params))
+        return second.model_copy(update={"repeated_because": first.unsteady})
+
     def _fail(self, variant: Variant, failure: Failure, wall: float) -> None:
         self.store.set_status(
             variant.key(), "failed", failure=failure, wall_s=wall, gpu_minutes=gpu_minutes(self.exp, variant, wall)
@@ -245,8 +260,9 @@ class LaunchSession:
     def skip_all(self, variant: Variant) -> None:
         """Takes a variant's remaining probe runs out of the progress plan (it will not run them)."""
         done = self.store.finished_runs(variant.key())
+        repeats = variant.repeats or self.exp.suite.repeats
         for probe in self.exp.suite.probes.enabled():
-            self.progress.skip(probe, self.exp.suite.repeats - sum(1 for p, _ in done if p == probe))
+            self.progress.skip(probe, repeats - sum(1 for p, _ in done if p == probe))
 
 
 def applies(params: object, variant: Variant) -> bool:
@@ -260,9 +276,10 @@ def gpu_minutes(exp: Experiment, variant: Variant, wall_s: float) -> float:
     return wall_s / 60 * max(1, exp.hardware.gpus_for(variant.config.flags))
 
 
-def _seed(variant: Variant, repeat: int) -> int:
-    """A seed per (variant, repeat): prompts differ between runs, so no run finds another's prefix cached."""
-    digest = hashlib.sha256(f"{variant.key()}/{repeat}".encode()).hexdigest()
+def _seed(variant: Variant, repeat: int, *, again: bool = False) -> int:
+    """A seed per (variant, repeat), and another for its one repeat: prompts differ between runs, so no run finds
+    another's prefix cached."""
+    digest = hashlib.sha256(f"{variant.key()}/{repeat}{'/again' if again else ''}".encode()).hexdigest()
     return int(digest[:8], 16)
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from servetune.metrics.slo import BOUNDS, is_latency_slo, missed_repeats, slo_miss
 from servetune.suite.registry import all_probes, figure_spec
+from servetune.tune.results.confirm import Confirmation
+from servetune.tune.results.correctness import PROBE as CORRECTNESS, Verdict, verdict
 from servetune.tune.results.result import RunResult, VariantRecord
 from servetune.tune.results.stats import Delta, Estimate, delta, estimate
 from servetune.tune.schema.experiment import Experiment, Objective
@@ -150,6 +152,8 @@ class Entry:
     rank: int | None = None
     tie_with_winner: bool = False
     deltas: dict[FigureKey, Delta] = field(default_factory=dict)
+    correctness: Verdict | None = None
+    """Its greedy answers against the baseline's (`correctness` probe); a failed gate is one of `failures`."""
 
     @property
     def eligible(self) -> bool:
@@ -164,6 +168,9 @@ class Ranking:
     reason: str
     min_effect_pct: float = 0.0
     """The practical threshold the ties and the delta marks used."""
+    confirmations: list[Confirmation] = field(default_factory=list)
+    """The finalists re-measured before recommending (`confirm`): the winner is chosen among their confirmed
+    figures."""
 
     def baseline(self) -> Entry | None:
         return next((e for e in self.entries if e.record.variant.baseline), None)
@@ -181,19 +188,65 @@ def rank(exp: Experiment, records: list[VariantRecord]) -> Ranking:
             failures.append(f"objective {objective.probe}.{objective.figure} was not measured")
         entries.append(Entry(record, figures, figures.get((objective.probe, objective.figure)), failures))
     _add_deltas(entries, threshold)
+    _gate(exp, entries)
     sign = 1.0 if objective.direction == "max" else -1.0
     eligible = sorted((e for e in entries if e.eligible), key=lambda e: -sign * e.objective.mean)  # type: ignore[union-attr]
     for i, entry in enumerate(eligible, 1):
         entry.rank = i
-    if not eligible:
-        return Ranking(objective, _ordered(entries, eligible), None, "no variant finished and met every SLO", threshold)
-    leader = eligible[0]
-    ties = [e for e in eligible if e is leader or not _beats(leader, e, threshold)]
+    confirmations = _confirmations(entries, objective.direction)
+    confirming = [e for e in entries if e.record.variant.confirms]
+    # Once finalists are re-measured, only their confirmed figures may win: the first ones were chosen for
+    # looking best, and so look better than they are.
+    pool = [e for e in eligible if e.record.variant.confirms] if confirming else eligible
+    if not pool:
+        reason = "no variant finished and met every SLO"
+        if confirming:
+            why = "; ".join(f"{e.record.variant.name}: {'; '.join(e.failures) or e.record.status}" for e in confirming)
+            reason = f"none of the {len(confirming)} finalists met every SLO when re-measured ({why})"
+        return Ranking(objective, _ordered(entries, eligible), None, reason, threshold, confirmations)
+    leader = pool[0]
+    ties = [e for e in pool if e is leader or not _beats(leader, e, threshold)]
     winner = min(ties, key=lambda e: (complexity(e.record), cost(e.record), -sign * e.objective.mean))  # type: ignore[union-attr]
     for entry in ties:
         entry.tie_with_winner = True
     reason = _reason(objective, leader, winner, ties)
-    return Ranking(objective, _ordered(entries, eligible), winner, reason, threshold)
+    if confirming:
+        reason += f" (among the {len(confirming)} finalists re-measured with fresh repeats)"
+    return Ranking(objective, _ordered(entries, eligible), winner, reason, threshold, confirmations)
+
+
+def _gate(exp: Experiment, entries: list[Entry]) -> None:
+    """The correctness gate of every finished variant against the baseline of its stage (a re-measured finalist:
+    of the stage it was first measured in); a failed gate keeps it out of the ranking."""
+    params = exp.suite.probes.params(CORRECTNESS)
+    if params is None:
+        return
+    loss = float(getattr(params, "max_loss_pct", 0.0))
+    baselines = {e.record.variant.stage: e.record for e in entries if e.record.variant.baseline}
+    stage_of = {e.record.key: e.record.variant.stage for e in entries}
+    for entry in entries:
+        variant = entry.record.variant
+        base = baselines.get(stage_of.get(variant.confirms or "", variant.stage))
+        if entry.record.status != "done" or base is None or base.key == entry.record.key:
+            continue
+        entry.correctness = verdict(entry.record, base, loss)
+        if entry.correctness is not None and not entry.correctness.passed:
+            entry.failures.append(entry.correctness.text())
+
+
+def _confirmations(entries: list[Entry], goal: str) -> list[Confirmation]:
+    """Each re-measured finalist beside its first measurement (the figures a ranking without the confirmation
+    would have recommended on)."""
+    by_key = {e.record.key: e for e in entries}
+    out = []
+    for entry in entries:
+        first = by_key.get(entry.record.variant.confirms or "")
+        if first is None or first.objective is None:
+            continue
+        out.append(
+            Confirmation(first.record.variant.name, entry.record.variant.name, first.objective, entry.objective, goal)
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -256,8 +309,11 @@ def _beats(leader: Entry, other: Entry, threshold: float) -> bool:
 
 def _add_deltas(entries: list[Entry], threshold: float) -> None:
     by_stage: dict[str, Entry] = {e.record.variant.stage: e for e in entries if e.record.variant.baseline}
+    stage_of = {e.record.key: e.record.variant.stage for e in entries}
     for entry in entries:
-        base = by_stage.get(entry.record.variant.stage)
+        variant = entry.record.variant
+        # a re-measured finalist is compared with the baseline of the stage it was first measured in
+        base = by_stage.get(stage_of.get(variant.confirms or "", variant.stage))
         if base is None or base is entry:
             continue
         for key, est in entry.figures.items():

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from servetune.engines.commands import launch_commands
 from servetune.engines.config import EngineConfig
 from servetune.engines.models import resolve_model
-from servetune.humanize import number
+from servetune.humanize import interval
 from servetune.tune.results.rank import Ranking
 from servetune.tune.schema.experiment import Experiment
 from servetune.tune.schema.variants import Variant
@@ -31,6 +31,8 @@ class Recommendation(BaseModel):
     notes: list[str] = []
     sampling_presets: dict[str, dict[str, Any]]
     figures: dict[str, str]
+    confirmed: str | None = None
+    """The winner's confirmation: its figure as first measured, as re-measured, and the inflation."""
 
 
 def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
@@ -49,10 +51,14 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
         container_name=deploy.container_name,
     )
     figures = {
-        f"{probe}.{name}": number(est.mean, 4) + ("" if est.n < 2 else f" ± {number(est.half_width, 2)}")
+        f"{probe}.{name}": interval(est.mean, est.half_width if est.n > 1 else None)
         for (probe, name), est in sorted(winner.figures.items())
     }
     notes = list(dict.fromkeys((*planned, *serve.notes, *(docker.notes if docker else ()))))
+    label = ranking.objective.label
+    confirmed = next(
+        (c.text(label) for c in ranking.confirmations if c.confirmed_as == winner.record.variant.name), None
+    )
     return Recommendation(
         variant=winner.record.variant.name,
         reason=ranking.reason,
@@ -61,6 +67,7 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
         notes=notes,
         sampling_presets=exp.sampling_presets,
         figures=figures,
+        confirmed=confirmed,
     )
 
 

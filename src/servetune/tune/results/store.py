@@ -8,16 +8,15 @@ engines twice; `servetune report` opens the store read-only. Secrets are redacte
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sqlite3
-import sys
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from servetune.errors import ServetuneError
+from servetune.fileio import lock_folder
 from servetune.secrets import Redactor
 from servetune.tune.results.result import Failure, LostAttempt, RunResult, VariantRecord, VariantStatus
 from servetune.tune.schema.variants import Variant
@@ -83,23 +82,15 @@ class Store:
 
     def lock(self) -> None:
         """Takes the folder's lock for this process (refused, with the holder, when another run has it)."""
-        lock_path = self.path.parent / LOCK_NAME
-        handle = open(lock_path, "a+")  # noqa: SIM115 - held open for the whole run: closing it releases the lock
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another servetune process"
-            handle.close()
-            raise ServetuneError(
-                f"{self.path.parent} is in use by {holder}",
+        folder = self.path.parent
+        self._lock = lock_folder(
+            folder,
+            LOCK_NAME,
+            lambda holder: ServetuneError(
+                f"{folder} is in use by {holder}",
                 "wait for that run to finish (or stop it), or give another --out folder",
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"servetune pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
-        handle.flush()
-        self._lock = handle
+            ),
+        )
 
     def close(self) -> None:
         self._db.close()

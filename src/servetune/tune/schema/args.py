@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ExecutorKind = Literal["local", "local-gpus", "ray"]
+ExecutorKind = Literal["local", "local-gpus", "ray", "replay"]
 """Where an experiment's launches run (its `executor: kind`, or `tune --executor`)."""
 
 
@@ -45,7 +45,8 @@ class TuneArgs(BaseModel):
     executor: ExecutorKind | None = Field(
         None,
         description="Where launches run: local (one at a time, here), local-gpus (side by side on this host's GPUs), "
-        "ray (as Ray tasks on a cluster's nodes); default: the file's `executor`, else local",
+        "ray (as Ray tasks on a cluster's nodes), replay (answered from the measured table the file's "
+        "`executor: table` names); default: the file's `executor`, else local",
     )
     gpus: str | None = Field(None, description="local-gpus: the GPU ids to share out, e.g. 0,1,2,3")
     ray_address: str | None = Field(None, description="ray: the cluster's address (default RAY_ADDRESS, else auto)")

@@ -22,6 +22,7 @@ from servetune.metrics.slo import is_latency_slo, slo_problem
 from servetune.plan.inputs import inputs_from_flags
 from servetune.suite.registry import all_probes, get_probe, named_objectives
 from servetune.tune.schema.experiment import Dim, Experiment, Grid, Matrix, Search, Stage, Variants
+from servetune.tune.schema.footprint import footprint_issues
 from servetune.tune.schema.issues import Issue, KeyPath
 from servetune.tune.schema.variants import CLIENT_PREFIX
 
@@ -38,6 +39,7 @@ def check_experiment(exp: Experiment) -> tuple[Experiment, list[Issue]]:
         *_hardware_issues(exp),
         *_name_issues(exp),
         *_estimate_issues(exp),
+        *footprint_issues(exp),
     ]
     return exp, issues or list(_roofline_issues(exp))
 
@@ -50,6 +52,12 @@ def _name_issues(exp: Experiment) -> Iterator[Issue]:
         prefix: KeyPath = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
         if stage.name in seen_stages:
             yield Issue((*prefix, "name"), f"two stages are named `{stage.name}`", "give every stage its own name")
+        if stage.name == "confirm":
+            yield Issue(
+                (*prefix, "name"),
+                "the stage name `confirm` is the finalists' re-measurement's (confirm:)",
+                "give the stage another name",
+            )
         seen_stages.add(stage.name)
         if stage.matrix and stage.matrix.baseline in stage.matrix.changes:
             yield Issue(

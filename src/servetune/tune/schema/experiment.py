@@ -108,10 +108,23 @@ class HardwareSpec(_Strict):
 _GPU_ID = re.compile(r"\d+|(?:GPU|MIG)-[0-9A-Za-z/-]+")
 
 
+_RAY_ADDRESS = re.compile(
+    r"(?:ray://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?):(\d{1,5})"
+)
+
+
+def _ray_address(address: str) -> bool:
+    """Whether `address` is one `ray.init` can join: `auto`, or a host and a port (1-65535), so a typo is refused
+    by `tune --check` instead of by Ray once the run has started."""
+    found = _RAY_ADDRESS.fullmatch(address)
+    return address == "auto" or (found is not None and 1 <= int(found.group(1)) <= 65535)
+
+
 class ExecutorSpec(_Strict):
     """Where the launch groups run (`executor:`, or `tune --executor`): one after another here (`local`), side by
-    side on this host's GPUs (`local-gpus`), or as Ray tasks on the nodes of a Ray cluster (`ray`). Where a trial
-    runs is not part of the experiment: a folder started on one executor resumes on another."""
+    side on this host's GPUs (`local-gpus`), as Ray tasks on the nodes of a Ray cluster (`ray`), or nowhere:
+    answered from a measured table (`replay`, to try a strategy against real measurements). Where a trial runs is
+    not part of the experiment: a folder started on one executor resumes on another."""
 
     kind: ExecutorKind = "local"
     gpus: tuple[str, ...] | None = Field(
@@ -128,6 +141,12 @@ class ExecutorSpec(_Strict):
         description="ray: the resource a launch group asks for, one unit per GPU it occupies (`GPU` = num_gpus); "
         "a custom resource of `ray start --resources` on CPU-only clusters.",
     )
+    table: str | None = Field(
+        default=None,
+        description="replay: the folder of a measured table (grid.json, table.csv, variants.csv), e.g. "
+        "benchmarks/tuning_table.",
+    )
+    seed: int = Field(default=0, description="replay: the seed of the draws from the table's measured repeats.")
 
     @model_validator(mode="before")
     @classmethod
@@ -149,6 +168,17 @@ class ExecutorSpec(_Strict):
             )
         if (self.address is not None or self.resource != "GPU") and self.kind != "ray":
             raise ValueError(f"address and resource are for executor ray (the executor is {self.kind})")
+        if (self.table is not None or self.seed != 0) and self.kind != "replay":
+            raise ValueError(f"table and seed are for executor replay (the executor is {self.kind})")
+        if self.kind == "replay" and not self.table:
+            raise ValueError(
+                "executor replay needs table: the folder of a measured table (e.g. benchmarks/tuning_table)"
+            )
+        if self.address is not None and not _ray_address(self.address):
+            raise ValueError(
+                f"address must be a Ray cluster's HOST:PORT (ray://HOST:PORT for Ray Client) or auto, got "
+                f"{self.address[:80]!r}"
+            )
         return self
 
     @field_validator("gpus", mode="before")
@@ -275,6 +305,11 @@ class Search(_Strict):
     budget_gpu_minutes: float = Field(gt=0, description="Stop asking once launches have used this much GPU time.")
     max_trials: int = Field(default=50, ge=1)
     seed: int = 0
+    sampler: Literal["tpe", "random"] = Field(
+        default="tpe",
+        description="tpe: Bayesian (Optuna's TPE, learning from each result); random: points drawn uniformly "
+        "(the baseline a Bayesian search must beat).",
+    )
 
 
 class Stage(_Strict):
@@ -342,6 +377,32 @@ class EstimateSpec(_Strict):
         return self
 
 
+class ConfirmSpec(_Strict):
+    """Re-measure the finalists with fresh repeats before recommending (a confirmatory run): the best of many
+    noisy measurements is the one whose noise flattered it most (the winner's curse), so the figure the search saw
+    is inflated; the recommendation uses the confirmed figures and the reports say by how much the search's were
+    inflated."""
+
+    mode: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="auto: when the run left variants unmeasured (a search stage, or variants the estimate pruned); "
+        "on: always; off: never.",
+    )
+    finalists: int = Field(default=2, ge=1, le=20, description="The winner and the next best by the objective.")
+    repeats: int | None = Field(default=None, ge=1, le=100, description="Fresh repeats (default: suite.repeats).")
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_on_off(cls, value: Any) -> Any:
+        # YAML reads a bare `on` / `off` as true / false.
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
+    def wanted(self, searched: bool, pruned: bool) -> bool:
+        """Whether the run confirms its finalists (`searched`: it has a search stage; `pruned`: the estimate left
+        variants unlaunched)."""
+        return self.mode == "on" or (self.mode == "auto" and (searched or pruned))
+
+
 class RankingSpec(_Strict):
     """How variants are told apart (the same rule marks deltas in every report)."""
 
@@ -377,6 +438,7 @@ class Experiment(_Strict):
     deploy: Deploy = Field(default_factory=Deploy)
     estimate: EstimateSpec = Field(default_factory=EstimateSpec)
     ranking: RankingSpec = Field(default_factory=RankingSpec)
+    confirm: ConfirmSpec = Field(default_factory=ConfirmSpec)
     allow_unknown_flags: bool = Field(
         default=False,
         description="Pass flags servetune's tables do not list untouched (known flags are still checked).",

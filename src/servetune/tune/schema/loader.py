@@ -204,7 +204,7 @@ def with_executor(
         raise from_validation_error(
             err,
             where="executor options",
-            fix="--executor local|local-gpus|ray; --gpus IDS goes with local-gpus, --ray-address/--ray-resource"
+            fix="--executor local|local-gpus|ray|replay; --gpus IDS goes with local-gpus, --ray-address/--ray-resource"
             " with ray",
         ) from None
     return exp.model_copy(update={"executor": chosen})

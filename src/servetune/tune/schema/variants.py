@@ -35,6 +35,10 @@ class Variant(BaseModel):
     changes: dict[str, Any] = Field(default_factory=dict, description="What differs from the stage's baseline.")
     baseline: bool = False
     note: str | None = None
+    repeats: int | None = Field(default=None, ge=1, description="Repeats of every probe (None: the suite's).")
+    confirms: str | None = Field(
+        default=None, description="The key of the variant this one re-measures with fresh repeats (a finalist)."
+    )
     served: EngineConfig | None = Field(
         default=None,
         description="The config as `plan` serves it on the experiment's GPUs (the planner's serve flags, decided "

@@ -1,4 +1,5 @@
-"""Bayesian search over engine flags as ask/tell (Optuna TPE), within a budget of GPU-minutes.
+"""Bayesian search over engine flags as ask/tell (Optuna TPE), within a budget of GPU-minutes; or the same
+ask/tell over points drawn at random (`sampler: random`, Optuna's RandomSampler), the baseline TPE must beat.
 
 The runner asks for a point, the planner may reject it before any launch (told as failed, costs nothing),
 otherwise the runner measures it and tells the objective (or None for a failure or an SLO miss, which TPE
@@ -76,15 +77,17 @@ class SearchSession:
         self.trials = 0
         self.rejected: list[tuple[dict[str, Any], list[str]]] = []
         self._distributions = {name: _distribution(dim) for name, dim in search.space.items()}
-        self._study = optuna.create_study(
-            direction="maximize" if goal == "max" else "minimize",
-            sampler=optuna.samplers.TPESampler(
+        sampler = (
+            optuna.samplers.RandomSampler(seed=search.seed)
+            if search.sampler == "random"
+            else optuna.samplers.TPESampler(
                 seed=search.seed,
                 n_startup_trials=min(5, search.max_trials),
                 constraints_func=_violation,
                 constant_liar=True,
-            ),
+            )
         )
+        self._study = optuna.create_study(direction="maximize" if goal == "max" else "minimize", sampler=sampler)
         self._open: dict[str, Any] = {}
 
     def replay(self, point: dict[str, Any], value: float | None, gpu_minutes: float) -> None:

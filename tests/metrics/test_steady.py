@@ -1,0 +1,118 @@
+"""Steady state: MSER-5 finds a start-up transient and servetune's runs count it as warm-up; a flat run keeps every
+measured request; a window that never settles is not valid; a stall is flagged, never absorbed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from servetune.load.runner import run_load
+from servetune.load.shape import LoadShape
+from servetune.load.workload import Workload
+from servetune.metrics.record import RequestRecord
+from servetune.metrics.steady import mser5, settle, steady_state, trend
+from servetune.metrics.validity import check_validity
+from servetune.mock.config import MockConfig
+from servetune.mock.server import running
+
+W = Workload.synthetic(16, 16)
+
+
+def test_mser5_is_aiperfs() -> None:
+    """Batch means of 5, the cut minimizing their variance over their number, at most half the batches; too short
+    a series is not cut."""
+    rng = np.random.default_rng(1)
+    noise = rng.normal(0, 1, 100)
+    step = np.concatenate([np.full(20, 50.0), np.zeros(80)]) + noise
+    assert 20 <= mser5(step) <= 50  # MSER over-cuts a noisy steady part (35 here): servetune trims it back
+    assert mser5(np.arange(100.0)[::-1]) == 50  # a trend to the end: cut at the cap
+    assert mser5(np.arange(9.0)) == 0 and mser5(np.arange(19.0)[::-1]) == 0  # under 10 values, under 4 batches
+    assert trend(np.arange(100.0)[::-1] + 100) is not None and trend(100 + noise) is None
+
+
+async def test_a_trending_warm_up_is_extended_and_a_flat_one_is_not() -> None:
+    """The mock's TTFT falls from 400 to 50 ms over its first 20 requests; the fixed warm-up covers 4 of them:
+    the requests still on the way down are found (MSER-5 cuts in fives) and counted as warm-up, the run says where
+    the transient ended, and the figures are the steady server's. The same run on a flat mock keeps all 100."""
+    trending = MockConfig(ttft_ms=50, itl_ms=5, settle_requests=20, settle_ttft_ms=400)
+    shape = LoadShape.closed(4, requests=100, warmup_requests=4)
+    async with running(trending) as url:
+        result = await run_load(url, "mock", W, shape)
+    moved = [r for r in result.records if r.transient]
+    steady = result.summary.validity.steady
+    assert steady is not None and steady.moved and steady.steady and steady.metric == "ttft"
+    assert 15 <= len(moved) <= 25 and steady.transient == len(moved), steady
+    assert all(r.phase == "warmup" for r in moved) and result.summary.completed == 100 - len(moved)
+    first_steady = min(r.sent_ns for r in result.records if r.phase == "measure")
+    t0 = min(r.sent_ns for r in result.records)
+    assert steady.ended_at_s == (first_steady - t0) / 1e9 and max(r.sent_ns for r in moved) < first_steady
+    assert steady.before_ms is not None and steady.before_ms > 100 and result.summary.ttft_ms.p50 < 70
+    assert not any("steady" in w for w in result.summary.validity.warnings)
+    assert settle(result.records) == 0  # settled once: settling again moves nothing
+
+    async with running(MockConfig(ttft_ms=50, itl_ms=5)) as url:
+        flat = await run_load(url, "mock", W, shape)
+    assert flat.summary.completed == 100 and not any(r.transient for r in flat.records)
+    assert flat.summary.validity.steady == steady_state(flat.records)
+    assert flat.summary.validity.steady.steady and flat.summary.validity.steady.transient == 0
+
+
+async def test_a_window_that_never_settles_is_not_valid() -> None:
+    """TTFT falls over the mock's first 100 requests, past the end of a 64-request run: nothing is moved (no cut
+    makes it steady) and the verdict says it never became steady."""
+    async with running(MockConfig(ttft_ms=50, itl_ms=5, settle_requests=100, settle_ttft_ms=400)) as url:
+        result = await run_load(url, "mock", W, LoadShape.closed(4, requests=60, warmup_requests=4))
+    v = result.summary.validity
+    assert v.steady is not None and not v.steady.steady and v.steady.trend is not None
+    assert result.summary.completed == 60 and not v.ok
+    assert any(w.startswith("the measured window never became steady: TTFT fell") for w in v.warnings)
+
+
+def _record(index: int, sent_s: float, ttft_s: float, *, itl_s: float = 0.01, n: int = 10) -> RequestRecord:
+    """A streamed request, its times in seconds from 1 s."""
+    first = 1 + sent_s + ttft_s
+    chunks = [int((first + k * itl_s) * 1e9) for k in range(n)]
+    sent = int((1 + sent_s) * 1e9)
+    return RequestRecord(
+        index=index, scheduled_ns=sent, sent_ns=sent, chunk_ns=chunks, done_ns=chunks[-1] + 1, output_tokens=n
+    )
+
+
+def test_another_tools_transient_is_reported_not_moved() -> None:
+    """Records read back from another tool were never settled: a transient in them is a warning that names where
+    it ended, and the records stay as they were."""
+    noise = np.random.default_rng(4).normal(0, 0.004, 60)  # MSER-5 alone cuts this at 30: trimmed back to 15
+    records = [_record(i, 0.05 * i, (0.5 if i < 15 else 0.05) + noise[i]) for i in range(60)]
+    v = check_validity(records)
+    assert v.steady is not None and not v.steady.steady and not v.steady.moved and v.steady.transient == 15
+    assert any("its first 15 requests were a start-up transient (TTFT 49" in w for w in v.warnings), v.warnings
+    assert all(r.phase == "measure" for r in records)
+
+
+def test_a_stall_is_flagged_not_absorbed_into_the_warm_up() -> None:
+    """Two streams at a time; every stream waits 2.5 s at once right at the start of the measured window (the
+    H200 case): the stall would make a transient to MSER-5, but a transient never reaches past the first request
+    a stall touched, so nothing is moved and the stall stays in the verdict."""
+    records, t = [], 0.0
+    for pair in range(30):
+        ttft = 2.55 if pair == 0 else 0.05
+        records += [_record(2 * pair + i, t, ttft) for i in range(2)]
+        t += ttft + 0.091
+    assert settle(records) == 0
+    v = check_validity(records)
+    assert len(v.stalls) == 1 and abs(v.stalls[0].seconds - 2.5) < 0.05 and not v.ok
+
+
+def test_a_burst_is_not_judged_and_a_wave_sent_together_is_cut_whole() -> None:
+    """A burst (every request scheduled at one instant) queues by design: TTFT grows along it, and that is no
+    transient. A closed loop's first wave sent together (the simulator's clock: one instant) is cut whole, never
+    in the middle of the instant."""
+    burst = [_record(i, 0.0, 0.05 * (i + 1)) for i in range(40)]
+    for r in burst:
+        r.scheduled_ns = burst[0].scheduled_ns
+    verdict = steady_state(burst)
+    assert not verdict.judged and verdict.unjudged is not None and verdict.unjudged.startswith("a burst")
+    assert settle(burst) == 0 and not any("steady" in w for w in check_validity(burst).warnings)
+    wave = [_record(i, 0.0, 0.5 if i < 10 else 0.05) for i in range(12)]  # 12 sent together, 10 of them slow
+    wave += [_record(12 + i, 1 + 0.1 * i, 0.05) for i in range(48)]
+    assert mser5(np.array([(r.chunk_ns[0] - r.sent_ns) / 1e6 for r in wave])) == 10  # inside the instant
+    assert settle(wave) == 12 and [r.index for r in wave if r.transient] == list(range(12))

@@ -1,0 +1,187 @@
+"""Executor `replay`: a tune answered from a measured table. Each variant's figures are draws of its measured
+repeats (seeded: the same seed gives the same run), its GPU time is its measured launch + warm-up + the drawn
+repeats' seconds, and every strategy of the tuner — grid, TPE and random search, the simulator's pruning — runs
+unchanged against the committed H200 table; a cell or a load the table did not measure is named."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from servetune.errors import ServetuneError
+from servetune.tune.loop import run_experiment
+from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.loader import load_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+H200_TABLE = REPO / "benchmarks" / "tuning_table"
+B_PROBE = {
+    "rate": 10,
+    "requests": 96,
+    "input_tokens": 512,
+    "output_tokens": 128,
+    "spread": 0.25,
+    "goodput": {"ttft_ms": 1000, "tpot_ms": 60},
+}
+BASE_FLAGS = {"max-model-len": 32768, "kv-cache-dtype": "auto", "max-num-batched-tokens": 8192, "max-num-seqs": 256}
+
+
+def experiment(table: Path, variants: dict[str, Any], seed: int = 0, **extra: Any) -> Experiment:
+    return Experiment.model_validate(
+        {
+            "name": "replay",
+            "engine": {"engine": "vllm", "model": "qwen3.6-27b", "version": "0.24.0", "flags": BASE_FLAGS},
+            "hardware": {"gpu": "H200"},
+            "suite": {"repeats": 3, "warmup_requests": 0, "probes": {"fixed_load": B_PROBE}},
+            "objective": {"probe": "fixed_load", "figure": "goodput_rps"},
+            "variants": variants,
+            "executor": {"kind": "replay", "table": str(table), "seed": seed},
+            **extra,
+        }
+    )
+
+
+def small_table(folder: Path) -> Path:
+    """Two measured variants of max-num-seqs: starts of 100 s and 200 s, a 5 s warm-up, three repeats each."""
+    folder.mkdir()
+    grid = {
+        "table": "small",
+        "factors": {"max-num-seqs": [256, 64]},
+        "variants": [{"id": f"mns-{n}", "factors": {"max-num-seqs": n}} for n in (256, 64)],
+        "probes": {
+            "b": {
+                "objective": "b",
+                "kind": "poisson",
+                "rate": 10.0,
+                "requests": 96,
+                "input_tokens": 512,
+                "output_tokens": 128,
+                "spread": 0.25,
+            }
+        },
+        "slos": {"b": {"ttft_ms": 1000, "tpot_ms": 60}},
+    }
+    (folder / "grid.json").write_text(json.dumps(grid))
+    with open(folder / "variants.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["variant", "outcome", "ready_s", "warmup_s", "compile_cache", "kv_cache_tokens"])
+        w.writerows([["mns-256", "ready", 100, 5, "cold", 1000], ["mns-64", "ready", 200, 5, "cold", 1000]])
+    with open(folder / "table.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["variant", "probe", "repeat", "outcome", "goodput_req_s", "ttft_p99_ms", "completed", "wall_s"])
+        for vid, base in (("mns-256", 8.0), ("mns-64", 6.0)):
+            for k in (1, 2, 3):
+                w.writerow([vid, "b", k, "ok", base + k / 10, 500, 96, 9 + k])
+    return folder
+
+
+def _runs(outcome: Any) -> dict[str, list[float]]:
+    return {
+        r.variant.name: [run.result.figures["goodput_rps"] for run in sorted(r.runs, key=lambda x: x.repeat)]
+        for r in outcome.records
+    }
+
+
+def test_a_grid_is_answered_from_the_table_and_charged_its_measured_time(tmp_path: Path) -> None:
+    table = small_table(tmp_path / "table")
+    exp = experiment(table, {"grid": {"max-num-seqs": [256, 64]}}, seed=7)
+    outcome = run_experiment(exp, tmp_path / "a", emit=lambda _: None)
+    by_name = {r.variant.name: r for r in outcome.records}
+    for name, ready, base in (("max-num-seqs=256", 100, 8.0), ("max-num-seqs=64", 200, 6.0)):
+        record = by_name[name]
+        drawn = [run.result.figures["goodput_rps"] for run in record.runs]
+        assert record.status == "done" and len(drawn) == 3
+        assert set(drawn) <= {base + 0.1, base + 0.2, base + 0.3}, "each figure is one of the measured repeats"
+        walls = [9 + round((g - base) * 10) for g in drawn]
+        assert record.gpu_minutes == pytest.approx((ready + 5 + sum(walls)) / 60), "launch + warm-up + repeats"
+        assert record.facts["kv_cache_tokens"] == 1000 and "replay of small" in (record.ran_on or "")
+    assert outcome.ranking.winner is not None and outcome.ranking.winner.record.variant.name == "max-num-seqs=256"
+    again = run_experiment(exp, tmp_path / "b", emit=lambda _: None)
+    assert _runs(again) == _runs(outcome), "the same seed draws the same repeats"
+    others = [
+        _runs(
+            run_experiment(
+                exp.model_copy(update={"executor": exp.executor.model_copy(update={"seed": s})}),
+                tmp_path / f"s{s}",
+                emit=lambda _: None,
+            )
+        )
+        for s in range(4)
+    ]
+    assert any(o != _runs(outcome) for o in others), "another seed draws other repeats"
+
+
+def test_every_strategy_runs_unchanged_against_the_measured_h200_table(tmp_path: Path) -> None:
+    calibration = REPO / "benchmarks/device_campaign/profiles/h200_qwen3.6-27b_vllm0.24.0.json"
+    strategies = {
+        "grid": experiment(H200_TABLE, {"grid": {"max-num-seqs": [256, 64]}}),
+        "prune": experiment(
+            H200_TABLE,
+            {"grid": {"max-num-seqs": [256, 64]}},
+            estimate={"mode": "prune", "keep": 1, "calibration": str(calibration)},
+        ),
+    }
+    for sampler in ("tpe", "random"):
+        space = {"max-num-seqs": {"choice": [256, 64]}}
+        search = {"space": space, "budget_gpu_minutes": 30, "max_trials": 4, "seed": 3, "sampler": sampler}
+        strategies[sampler] = experiment(H200_TABLE, {"search": search})
+    for name, exp in strategies.items():
+        outcome = run_experiment(exp, tmp_path / name, emit=lambda _: None)
+        done = [r for r in outcome.records if r.status == "done"]
+        assert done and outcome.ranking.winner is not None, name
+        assert all(r.gpu_minutes > 3.5 for r in done), f"{name}: a measured H200 start is ~230 s"
+        confirmed = [r for r in done if r.variant.confirms]
+        searched = name in ("tpe", "random")
+        assert bool(confirmed) == searched, f"{name}: auto confirms a search (keep 1 of 2 pruned nothing)"
+        assert bool(outcome.ranking.winner.record.variant.confirms) == searched
+
+
+def test_a_cell_the_table_did_not_measure_fails_named(tmp_path: Path) -> None:
+    exp = experiment(H200_TABLE, {"matrix": {"baseline": "base", "changes": {"fp8": {"kv-cache-dtype": "fp8"}}}})
+    outcome = run_experiment(exp, tmp_path / "x", emit=lambda _: None)
+    fp8 = next(r for r in outcome.records if r.variant.name == "fp8")
+    assert fp8.status == "failed" and fp8.failure is not None and fp8.failure.klass == "not_in_table"
+    assert "kv-cache-dtype" in fp8.failure.excerpt and fp8.gpu_minutes == 0
+
+
+def test_a_load_the_table_did_not_measure_is_refused(tmp_path: Path) -> None:
+    exp = experiment(H200_TABLE, {"grid": {"max-num-seqs": [256, 64]}})
+    suite = exp.suite.model_copy(update={"probes": type(exp.suite.probes).model_validate({"fixed_load": {"rate": 5}})})
+    with pytest.raises(ServetuneError, match=r"no measurement of suite\.probes\.fixed_load") as err:
+        run_experiment(exp.model_copy(update={"suite": suite}), tmp_path / "y", emit=lambda _: None)
+    assert "b_goodput" in (err.value.fix or ""), "the message lists what the table measured"
+
+
+def test_the_executor_keys_belong_to_their_kind() -> None:
+    with pytest.raises(ValidationError, match="executor replay needs table"):
+        Experiment.model_validate(
+            {"name": "x", "engine": {"model": "m"}, "variants": {"grid": {"a": [1]}}, "executor": "replay"}
+        )
+    with pytest.raises(ValidationError, match="table and seed are for executor replay"):
+        Experiment.model_validate(
+            {
+                "name": "x",
+                "engine": {"model": "m"},
+                "variants": {"grid": {"a": [1]}},
+                "executor": {"kind": "local", "table": "t"},
+            }
+        )
+
+
+def test_the_documented_replay_experiment_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/experiment.md's example, as written, against the committed table."""
+    text = (REPO / "docs" / "experiment.md").read_text()
+    section = text.split("## Replaying a measured table", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block is not None
+    path = tmp_path / "replay.yaml"
+    path.write_text(block.group(1))
+    monkeypatch.chdir(REPO)  # the example names the table relative to the repository root, where the docs' commands run
+    outcome = run_experiment(load_experiment(path), tmp_path / "out", emit=lambda _: None)
+    assert outcome.ranking.winner is not None
