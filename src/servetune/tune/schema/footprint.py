@@ -72,9 +72,12 @@ def _sizing_key(params: BaseModel, load: ProbeLoad) -> str | None:
 
 
 def _size(value: Any) -> float:
-    """A parameter as a number: a list of levels by its largest."""
+    """A parameter as a number: a list of levels by its largest, a list of anything else (the correctness
+    probe's prompts, each one request) by its length."""
     if isinstance(value, list | tuple):
-        return float(max(value, default=0))
+        if all(isinstance(v, int | float) for v in value):
+            return float(max(value, default=0))
+        return float(len(value))
     return float(value) if isinstance(value, int | float) else 0.0
 
 
