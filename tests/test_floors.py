@@ -33,7 +33,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     4: ("engines", "load"),
     3: ("metrics",),
     2: ("model", "process", "hardware", "tiny", "control", "mock", "fileio.py"),
-    1: ("__init__.py", "errors.py", "secrets.py", "humanize.py"),
+    1: ("__init__.py", "errors.py", "secrets.py", "humanize.py", "demo_args.py"),
 }
 """floor -> rooms. A package is named by its folder, a module directly under servetune by its file name."""
 

@@ -123,3 +123,72 @@ def test_four_commands_refuse_bad_words_alike(
         code, err = _understood(command, gpu, words, tmp_path, capsys)
         assert code == 2, f"{command} accepted {gpu!r} {words!r}"
         assert said in err and "Traceback" not in err, f"{command}: {err}"
+
+
+# ---- flags are read once, where they enter ------------------------------------------------------------------------
+READERS = {"engines/vocab.py", "engines/config.py", "tune/schema/checks.py"}
+"""Where flags enter: the vocabulary itself, an `EngineConfig` being built, and an experiment being read."""
+
+
+def test_flags_are_normalised_only_where_they_enter() -> None:
+    """The planner, the command lines, deploy, the simulator and the variants each normalised a config's flags
+    again where they used them; now a config holds canonical flags by construction and nothing reads them twice."""
+    import ast
+
+    import servetune
+
+    src = Path(servetune.__file__).parent
+    callers = set()
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == (
+                "normalize_flags"
+            ):
+                callers.add(str(path.relative_to(src)))
+    assert callers <= READERS, sorted(callers - READERS)
+
+
+def test_an_engine_config_holds_canonical_flags_whatever_it_was_given() -> None:
+    from servetune.engines.config import EngineConfig
+
+    cfg = EngineConfig(
+        model="m", flags={"max_model_len": "32k", "-tp": 2, "no-enable-prefix-caching": True, "made-up": "x"}
+    )
+    assert cfg.flags == {
+        "max-model-len": 32000,
+        "tensor-parallel-size": 2,
+        "enable-prefix-caching": False,
+        "made-up": "x",  # kept as given: refusing it is the parser's job, which knows the opt-in
+    }
+    assert cfg == EngineConfig(model="m", flags=cfg.flags) and cfg.key() == EngineConfig(**cfg.model_dump()).key()
+    assert cfg.with_flags(max_num_seqs=8, tp=4).flags["tensor-parallel-size"] == 4
+    assert cfg.with_flags(max_num_seqs=8).flags["max-num-seqs"] == 8
+
+
+def test_an_experiment_holds_canonical_flags_in_its_base_changes_grid_and_search() -> None:
+    from servetune.tune.schema.loader import parse_experiment
+    from servetune.tune.schema.variants import base_config, grid_variants, matrix_variants
+
+    head = f"name: x\nengine: {{engine: vllm, model: {MODEL}, flags: {{max_model_len: 32k, tp: 1}}}}\n"
+    exp = parse_experiment(head + "variants:\n  matrix:\n    changes:\n      a: {no-enable-prefix-caching: true}\n")
+    assert exp.engine.flags == {"max-model-len": 32000, "tensor-parallel-size": 1}
+    assert exp.variants.matrix is not None
+    assert exp.variants.matrix.changes["a"].flags == {"enable-prefix-caching": False}
+    base = base_config(exp)
+    _, changed = matrix_variants(base, exp.client, exp.variants.matrix)
+    assert changed.config.flags == {**base.flags, "enable-prefix-caching": False}
+    assert changed.changes == {"enable-prefix-caching": False}
+
+    exp = parse_experiment(head + "variants:\n  grid:\n    max_num_seqs: [8, 16]\n    max-model-len: [4k, 8K]\n")
+    assert exp.variants.grid is not None
+    assert exp.variants.grid.flags == {"max-num-seqs": [8, 16], "max-model-len": [4000, 8192]}
+    names = [v.name for v in grid_variants(base_config(exp), exp.client, exp.variants.grid)]
+    assert names[0] == "max-num-seqs=8,max-model-len=4000"
+    with pytest.raises(Exception, match="repeats"):  # one value in two spellings is one variant twice
+        parse_experiment(head + "variants:\n  grid:\n    max-model-len: [32k, 32000]\n")
+
+    search = "variants:\n  search:\n    budget_gpu_minutes: 5\n    space:\n      max_num_seqs: {int: [8, 64]}\n"
+    exp = parse_experiment(head + search + "      no-enable-prefix-caching: {choice: [true, false]}\n")
+    assert exp.variants.search is not None
+    assert list(exp.variants.search.space) == ["max-num-seqs", "enable-prefix-caching"]
+    assert exp.variants.search.space["enable-prefix-caching"].choice == [False, True]

@@ -60,14 +60,16 @@ WORKLOAD = ["--requests", "1000", "--input-tokens", "1024", "--output-tokens", "
 
 def loop_time(model_args: list[str], conc: int) -> tuple[float, float, int]:
     """CPU seconds, wall seconds and engine steps of the simulation alone (in process, planning excluded)."""
+    from servetune.cli.model_options import parse_words
     from servetune.load.backend import ClientSpec
-    from servetune.load.options import LoadOptions
+    from servetune.sim.args import EstimateArgs
     from servetune.sim.backend import SimBackend
     from servetune.sim.deployment import build_deployment
     from servetune.sim.flags import parse_sim_args
 
-    options, rest = LoadOptions.from_argv([*WORKLOAD, "--concurrency", str(conc)])
-    deployment = build_deployment(parse_sim_args(model_args + rest))
+    args = parse_words(EstimateArgs, [*model_args, *WORKLOAD, "--concurrency", str(conc)])
+    options = args.load()
+    deployment = build_deployment(parse_sim_args(list(args.engine_flags)))
     backend = SimBackend(deployment, client=ClientSpec(endpoint="completions"))
     wall, cpu = time.perf_counter(), time.process_time()
     asyncio.run(backend.run(options.workload(), options.shape()))

@@ -14,17 +14,20 @@ is used — and the first line (and the summary's last) says which.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
+from servetune.demo_args import DemoArgs
 from servetune.report.files import write_outcome
 from servetune.report.terminal import (
     command_lines,
     decision_lines,
     experiment_lines,
     ranking_lines,
+    terminal_width,
     tradeoff_lines,
     wrap,
 )
@@ -163,3 +166,31 @@ def summary_lines(run: DemoRun, width: int = 100) -> list[str]:
         "finished is repeated; `--fresh` starts over beside it."
     )
     return [*lines, "", *wrap(again, width, whole_words=True)]
+
+
+def run_demo_command(args: DemoArgs) -> int:
+    """`servetune demo`: the seed plans, then (unless `--plan-only`) both tuning parts and the one-screen summary;
+    the exit code (130 when interrupted: the finished runs are kept, and a second run resumes them)."""
+    from rich.console import Console
+
+    from servetune.plan.demo import run_demo as plan_seeds
+
+    plan_seeds()
+    if args.plan_only:
+        return 0
+    console = Console(stderr=True, width=terminal_width())
+    try:
+        run = run_demo(
+            args.out,
+            fresh=args.fresh,
+            emit=lambda line: console.print(line, markup=False, highlight=False),
+            width=console.width,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted: finished runs are kept in {args.out}; `servetune demo` again resumes them", file=sys.stderr
+        )
+        return 130
+    for line in summary_lines(run, console.width):
+        print(line)
+    return 0

@@ -35,7 +35,6 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, 
 from typer.core import TyperArgument, TyperOption
 
 from servetune.cli.entry import app
-from servetune.load.options import LoadOptions
 
 from .cli_run import assert_clear, assert_sensible, run_cli, warm
 
@@ -86,7 +85,7 @@ SIM_FLAGS = [
     "--gpu-memory-utilization", "--kv-cache-dtype", "--speculative-config", "--long-prefill-token-threshold",
     "--time-scale", "--acceptance-rate", "--vllm-version", "--gpu", "--quantization", "--pipeline-parallel-size",
 ]  # fmt: skip
-LOAD_OPTIONS = [line.split()[0] for line in LoadOptions.help_lines() if line.strip().startswith("--")]
+LOAD_OPTIONS = [p.opts[0] for p in COMMANDS.commands["estimate"].params if isinstance(p, TyperOption)]
 PLAN_FLAGS = [*SIM_FLAGS[:10], "--pipeline-parallel-size", "--data-parallel-size", "--kv-cache-memory-bytes", "--dtype"]
 SERVING = {"launch", "serve", "mock-server", "sim-serve", "demo", "tiny-model"}
 """Would run until stopped or build files: fuzzed only with a guard that stops them before they start (`launch`,
@@ -94,17 +93,12 @@ SERVING = {"launch", "serve", "mock-server", "sim-serve", "demo", "tiny-model"}
 
 
 def _options(name: str) -> list[tuple[str, bool]]:
-    """(option, is a flag without value) of a typer command; `bench` reads its own argv (servetune's and vLLM bench
-    serve's flags), so its options come from its parser."""
-    if name == "bench":
-        from servetune.load.bench_args import _parser
-
-        return [(a.option_strings[0], a.nargs == 0) for a in _parser()._actions if a.option_strings]
+    """(option, is a flag without value) of a typer command, each of its spellings (vLLM's among them)."""
     command = COMMANDS.commands[name]
     out = []
     for param in command.params:
         if isinstance(param, TyperOption):
-            out.append((param.opts[0], bool(param.is_flag)))
+            out += [(opt, bool(param.is_flag)) for opt in param.opts]
     return out
 
 

@@ -12,16 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from servetune.cli.model_options import parse_words
 from servetune.errors import ServetuneError
-from servetune.load.bench_args import _parser
+from servetune.load.bench_args import BenchArgs
 from servetune.load.options import LoadOptions
+from servetune.sim.args import EstimateArgs
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_bench_takes_every_load_option() -> None:
-    flags = {flag for action in _parser()._actions for flag in action.option_strings}
-    assert {"--" + name.replace("_", "-") for name in LoadOptions.model_fields} <= flags
+def test_bench_and_estimate_take_every_load_option() -> None:
+    assert set(LoadOptions.model_fields) <= set(BenchArgs.model_fields) & set(EstimateArgs.model_fields)
 
 
 def test_workload_and_shape() -> None:
@@ -41,12 +42,11 @@ def test_workload_and_shape() -> None:
     assert LoadOptions.parse(concurrency=1, percentiles="50,99.9").percentile_values() == (50, 99.9)
 
 
-def test_from_argv_with_aliases_leaves_other_flags() -> None:
-    aliases = {"--num-requests": "requests", "--input-len": "input_tokens"}
-    o, rest = LoadOptions.from_argv(
-        ["qwen", "--num-requests", "7", "--input-len", "64", "-tp", "2", "--concurrency", "3"], aliases
+def test_estimate_reads_its_old_spellings_and_leaves_vllms_flags() -> None:
+    o = parse_words(
+        EstimateArgs, ["qwen", "--num-requests", "7", "--input-len", "64", "-tp", "2", "--concurrency", "3"]
     )
-    assert (o.requests, o.input_tokens, o.concurrency) == (7, 64, 3) and rest == ["qwen", "-tp", "2"]
+    assert (o.requests, o.input_tokens, o.concurrency) == (7, 64, 3) and o.engine_flags == ("qwen", "-tp", "2")
 
 
 @pytest.mark.parametrize(
@@ -170,17 +170,15 @@ def test_footprint_counts_every_phase_and_a_sweep() -> None:
 
 def test_a_bare_sweep_is_of_concurrencies_as_help_says() -> None:
     """`--sweep 1,4,16,64` without --concurrency or --rate swept rates while --help said concurrencies."""
-    from servetune.load.bench_args import help_text, parse_bench_argv
-
-    assert "concurrencies (or rates with --rate)" in help_text()
-    args, load = parse_bench_argv(["--model", "m", "--sweep", "1,4,16,64"])
-    assert load.shape().kind == "concurrency" and args.sweep == (1, 4, 16, 64)
-    args, load = parse_bench_argv(["--model", "m", "--rate", "1", "--sweep", "0.5,2"])
-    assert load.shape().kind == "rate" and load.at_level(2).shape().rate == 2
+    assert "Concurrencies (or rates, with --rate)" in BenchArgs.model_fields["sweep"].description  # type: ignore[operator]
+    args = parse_words(BenchArgs, ["--model", "m", "--sweep", "1,4,16,64"])
+    assert args.load().shape().kind == "concurrency" and args.sweep == (1, 4, 16, 64)
+    args = parse_words(BenchArgs, ["--model", "m", "--rate", "1", "--sweep", "0.5", "--sweep", "2"])
+    assert args.load().shape().kind == "rate" and args.load().at_level(2).shape().rate == 2
     for bad, says in (("1.5", "whole numbers"), ("inf", "whole numbers"), ("1,999999999", "--concurrency")):
         with pytest.raises(ServetuneError, match=says):
-            parse_bench_argv(["--model", "m", "--sweep", bad])
+            parse_words(BenchArgs, ["--model", "m", "--sweep", bad])
     with pytest.raises(ServetuneError, match="x 3 sweep levels would keep"):
-        parse_bench_argv(["--model", "m", "--requests", "300000", "--sweep", "1,2,4"])
+        parse_words(BenchArgs, ["--model", "m", "--requests", "300000", "--sweep", "1,2,4"])
     with pytest.raises(ServetuneError, match="--workers"):
-        parse_bench_argv(["--model", "m", "--concurrency", "1", "--workers", "999999999999"])
+        parse_words(BenchArgs, ["--model", "m", "--concurrency", "1", "--workers", "999999999999"])

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from servetune.cli.model_options import parse_words
 from servetune.errors import ServetuneError
-from servetune.load.bench_args import parse_bench_argv
+from servetune.load.bench_args import BenchArgs
 from servetune.load.options import LoadOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,16 +39,22 @@ RUN_LINE = VLLM_LINE.replace("--request-rate 200 --burstiness 0.8 ", "")
 the validity bound (vLLM's --max-concurrency alone: every request at t = 0, four in flight)."""
 
 
+def _load(argv: list[str]) -> LoadOptions:
+    """The load options a bench command line gives."""
+    return parse_words(BenchArgs, argv).load()
+
+
 def test_vllm_line_means_what_it_means_in_vllm() -> None:
-    args, load = parse_bench_argv(shlex.split(VLLM_LINE.format(url="http://127.0.0.1:9", out="/tmp/x")))
-    assert (args.url, args.model, args.model_id, args.endpoint) == (
+    args = parse_words(BenchArgs, shlex.split(VLLM_LINE.format(url="http://127.0.0.1:9", out="/tmp/x")))
+    load = args.load()
+    assert (args.target, args.request_model, args.model_id, args.api) == (
         "http://127.0.0.1:9",
         "mock",
         "org/tiny",
         "completions",
     )
     assert args.save_result and args.save_detailed and args.result_filename == "run.json"
-    assert args.metadata == {"tp": "1", "note": "ci"} and args.extra_body == {"temperature": 0.0}
+    assert args.metadata_items == {"tp": "1", "note": "ci"} and args.body == {"temperature": 0.0}
     assert not args.progress and any("--trust-remote-code" in n for n in args.notes)
     assert args.percentile_metrics == ("ttft", "tpot", "itl", "e2el")
     # --random-prefix-len is on top of --random-input-len (vLLM), servetune counts the prefix in the input
@@ -62,14 +69,14 @@ def test_vllm_line_means_what_it_means_in_vllm() -> None:
 
 
 def test_vllm_defaults_and_translations() -> None:
-    closed = LoadOptions.from_argv(["--max-concurrency", "8", "--num-prompts", "5"])[0].shape()
+    closed = _load(["--max-concurrency", "8", "--num-prompts", "5"]).shape()
     assert (closed.kind, closed.concurrency) == ("concurrency", 8)  # rate inf + N in flight = a closed loop
-    burst = LoadOptions.from_argv(["--num-prompts", "5"])[0].shape()
+    burst = _load(["--num-prompts", "5"]).shape()
     assert (burst.kind, burst.rate) == ("rate", math.inf)  # vLLM's default --request-rate inf
-    assert LoadOptions.from_argv(["--dataset-name", "random"])[0].input_tokens == 1024  # vLLM's default
-    share = LoadOptions.from_argv(["--dataset-name", "prefix_repetition", "--prefix-repetition-num-prefixes", "3"])[0]
+    assert _load(["--dataset-name", "random"]).input_tokens == 1024  # vLLM's default
+    share = _load(["--dataset-name", "prefix_repetition", "--prefix-repetition-num-prefixes", "3"])
     assert (share.prefix_tokens, share.input_tokens, share.prefix_groups, share.output_tokens) == (256, 512, 3, 128)
-    assert LoadOptions.from_argv(["--random-range-ratio", '{"input": 0.2, "output": 0.2}'])[0].range_ratio == 0.2
+    assert _load(["--random-range-ratio", '{"input": 0.2, "output": 0.2}']).range_ratio == 0.2
     for argv, says in (
         (["--random-range-ratio", '{"input": 0.2, "output": 0.5}'], "one ratio"),
         (["--dataset-name", "sharegpt"], "needs --dataset-path"),
@@ -77,7 +84,7 @@ def test_vllm_defaults_and_translations() -> None:
         (["--duration", "5"], "needs a load"),
     ):
         with pytest.raises(ServetuneError, match=says):
-            LoadOptions.from_argv(argv)
+            _load(argv)
     for argv, says in (
         (["--header", "x=1"], "--header is not supported"),
         (["--backend", "tgi"], "--backend"),
@@ -86,16 +93,16 @@ def test_vllm_defaults_and_translations() -> None:
         (["--metadata", "novalue"], "KEY=VALUE"),
     ):
         with pytest.raises(ServetuneError, match=says):
-            parse_bench_argv(argv)
+            parse_words(BenchArgs, argv)
 
 
 def test_sharegpt_file_follows_vllms_eos_and_shuffle_rules(tmp_path: Path) -> None:
     data = tmp_path / "sg.json"
     data.write_text(json.dumps([{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}]))
-    plain = LoadOptions.from_argv(["--dataset-name", "sharegpt", "--dataset-path", str(data)])[0]
+    plain = _load(["--dataset-name", "sharegpt", "--dataset-path", str(data)])
     assert plain.output_control == "none" and plain.workload().source.shuffle  # type: ignore[union-attr]
-    asked = LoadOptions.from_argv(["--dataset-name", "sharegpt", "--dataset-path", str(data), "--ignore-eos",
-                                   "--sharegpt-output-len", "9", "--disable-shuffle"])[0]  # fmt: skip
+    asked = _load(["--dataset-name", "sharegpt", "--dataset-path", str(data), "--ignore-eos",
+                                   "--sharegpt-output-len", "9", "--disable-shuffle"])  # fmt: skip
     source = asked.workload().source
     assert asked.output_control == "ignore_eos" and source.output_tokens == 9 and not source.shuffle  # type: ignore[union-attr]
 

@@ -21,7 +21,8 @@ from servetune.engines.commands import EnvRef, container_launch
 from servetune.engines.config import EngineConfig
 from servetune.engines.flagtable import ENGINES, table_for, versions
 from servetune.errors import ServetuneError
-from servetune.operate.deploy import TARGETS, DeployInputs, parse_targets, write_deployment
+from servetune.operate.deploy import DeployInputs, write_deployment
+from servetune.operate.deploy_args import TARGETS, parse_targets
 from servetune.secrets import Redactor, is_secret_flag, redact_argv, secret_texts
 
 HERE = Path(__file__).parent
@@ -76,10 +77,11 @@ def test_targets_take_a_comma_list_and_repeated_flags_alike(tmp_path: Path, caps
     with pytest.raises(ServetuneError, match="unknown --target 'swarm'"):
         parse_targets(["compose,swarm"])
     for argv, made in (
+        ([], {"compose", "kubernetes", "systemd"}),  # none given: all (the args model's default, as written)
         (["--target", "compose,kubernetes,systemd"], {"compose", "kubernetes", "systemd"}),
         (["--target", "compose", "--target", "systemd"], {"compose", "systemd"}),
     ):
-        out = tmp_path / "-".join(argv)
+        out = tmp_path / ("-".join(argv) or "none-given")
         with pytest.raises(SystemExit) as done:
             main(["deploy", str(TINY_FOLDER), "--out", str(out), "--name", "tiny", *argv])
         assert done.value.code == 0, capsys.readouterr().err
@@ -106,7 +108,7 @@ def test_a_target_that_refuses_the_config_stops_every_target_before_a_file_is_wr
         (["--gpu", "H200x0"], "GPU count in 'H200x0'"),
         (["--gpu", "H200x100"], "100 GPUs per replica"),
         (["--gpu", "H200x2", "--gpus", "4"], "--gpus says 4"),
-        (["--gpus", "0"], "0 GPUs per replica"),
+        (["--gpus", "0"], "--gpus: input should be greater than or equal to 1"),  # the args model's bound
         (["--slo", "ttft_p99_ms=1e308"], "more than a day"),  # was accepted as an alert threshold
         (["--slo", "ttft_p99_ms=nan"], "bad --slo"),
         (["--slo", "ttft_p99=500"], "did you mean `ttft_p99_ms`"),

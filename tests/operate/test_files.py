@@ -17,7 +17,8 @@ from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import get_gpu
 from servetune.operate import alerts, proxy
-from servetune.operate.deploy import TARGETS, DeployInputs, write_deployment
+from servetune.operate.deploy import DeployInputs, write_deployment
+from servetune.operate.deploy_args import TARGETS
 from servetune.operate.evidence import Sized
 from servetune.operate.fallback import plan_fallback
 from servetune.operate.source import load_source, load_tuning_folder

@@ -96,7 +96,7 @@ def test_the_documented_switch_command_runs_in_the_default_relative_run_dir_and_
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--liveness-deadline", "-1"], "--liveness-deadline: input should be greater than 0 (got -1.0)"),
+        (["--liveness-deadline", "-1"], "--liveness-deadline: input should be greater than 0 (got '-1')"),
         (["--read-timeout", "0"], "--read-timeout: input should be greater than 0"),
         (["--liveness-period", "nan"], "--liveness-period: input should be a finite number"),
         (["--port", "70000"], "--port: input should be less than or equal to 65535"),

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from servetune.engines.config import EngineConfig
 from servetune.engines.vocab import human_readable_int
 from servetune.errors import ServetuneError
-from servetune.plan.inputs import inputs_from_flags
+from servetune.plan.inputs import PlanInputs, inputs_from_flags as _inputs
+
+
+def inputs_from_flags(flags: dict[str, Any]) -> PlanInputs:
+    """The planner's inputs of flags as they enter: read into an EngineConfig (the one reading), then planned."""
+    return _inputs(EngineConfig(model="m", flags=flags).flags)
 
 
 @pytest.mark.parametrize(

@@ -21,18 +21,20 @@ def test_planner_skips_what_does_not_fit_and_says_how_to_fix_it() -> None:
     check = default_feasibility(exp)
     assert check is not None
     config = base_config(exp).model_copy(update={"model": str(QWEN)})
-    assert check(config) == [], "seed 001's round-1 pick fits 2×A100-80GB"
+    fits = check(config)
+    assert fits.reasons == (), "seed 001's round-1 pick fits 2×A100-80GB"
+    assert fits.served is not None and fits.served.flags["attention-backend"] == "TRITON_ATTN", "as plan serves it"
     too_small = config.with_flags(**{"gpu-memory-utilization": 0.3})
-    reasons = check(too_small)
+    reasons = check(too_small).reasons
     assert reasons and "short" in reasons[0] and any(r.startswith("fix:") for r in reasons)
 
 
 def test_cpu_experiments_are_judged_for_their_model_only() -> None:
     exp = load_experiment(EXAMPLE.with_name("cpu-tiny.yaml"))
     check = default_feasibility(exp)
-    assert check(base_config(exp)) == [], "the tiny model is built when first used: it can start"
+    assert check(base_config(exp)).reasons == (), "the tiny model is built when first used: it can start"
     gone = base_config(exp).model_copy(update={"model": "/no/such/model.gguf"})
-    assert check(gone)[0].startswith("model_missing: the GGUF file /no/such/model.gguf does not exist")
+    assert check(gone).reasons[0].startswith("model_missing: the GGUF file /no/such/model.gguf does not exist")
 
 
 def _servetune(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

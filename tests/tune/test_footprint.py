@@ -65,3 +65,21 @@ def test_a_probe_is_priced_by_the_runs_it_makes() -> None:
         assert loads or name == "memory_headroom", f"{name} declares no runs"
     options = LoadOptions.parse(concurrency=4, requests=100, warmup_requests=4, output_tokens=128)
     assert options.footprint() == shape_footprint(options.shape(), 128)
+
+
+CORRECTNESS = """
+name: gate
+engine: {engine: llamacpp, model: m.gguf, flags: {ctx-size: 1024}}
+suite: {probes: {correctness: {max_tokens: %s}, short_latency: {}}}
+objective: {probe: short_latency, figure: e2el_ms}
+variants: {matrix: {changes: {q8: {cache-type-k: q8_0}}}}
+"""
+
+
+def test_a_probe_sized_by_its_prompts_is_priced_by_their_count() -> None:
+    """A suite with the correctness probe (sized by its list of prompts) failed to load at all: the pricing read
+    each prompt as a number ('could not convert string to float')."""
+    parse_experiment(CORRECTNESS % 32, "x.yaml")
+    with pytest.raises(ServetuneError) as info:
+        parse_experiment(CORRECTNESS % 999999999, "x.yaml")
+    assert "suite.probes.correctness.max_tokens" in str(info.value), str(info.value)

@@ -64,10 +64,11 @@ def test_check_and_the_run_set_aside_a_launch_wider_than_the_gpus_given(tmp_path
     """The plan both `tune --check` and the run use marks a TP8 change infeasible on 4 given GPUs, with the
     reason; the run measures the rest (no launch here: feasibility is stubbed, the launcher refuses)."""
     from servetune.tune.search.plan import plan_experiment
+    from servetune.tune.search.sources import Verdict
 
     text = TP.format(tp=2).replace("changes: {a: {max-num-seqs: 8}}", "changes: {wide: {tensor-parallel-size: 8}}")
     exp = parse_experiment(text)
-    plan = plan_experiment(exp, feasibility=lambda _: [], predictor=None)
+    plan = plan_experiment(exp, feasibility=lambda _: Verdict(), predictor=None)
     fates = {p.variant.name: p for stage in plan.stages for p in stage.batch.planned}
     assert fates["wide"].action == "infeasible" and fates["baseline"].action == "launch", fates
     assert "needs 8 GPU(s) for one launch, but executor local-gpus has 4: 0,1,2,3" in fates["wide"].reasons[0]

@@ -19,6 +19,7 @@ from servetune.mock.server import serve_forever
 from servetune.suite.result import ProbeResult
 from servetune.tune.loop import run_experiment
 from servetune.tune.schema.loader import parse_experiment
+from servetune.tune.search.sources import Verdict
 
 EXPERIMENT = """
 name: unsteady
@@ -84,7 +85,7 @@ def _load_curve_run(tmp_path: Path, config: MockConfig) -> ProbeResult:
             tmp_path,
             emit=lambda _: None,
             launcher=lambda *_: _MockEngine(url),  # type: ignore[arg-type, return-value]
-            feasibility=lambda _: [],
+            feasibility=lambda _: Verdict(),
             reorder=False,
         )
     record = next(r for r in outcome.records if r.variant.name == "base")  # the first to run (the mock's pause)

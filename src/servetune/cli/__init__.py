@@ -2,7 +2,9 @@
 
 `entry.main(argv=None)` runs the command (`python -m servetune`, and in-process tests) inside the boundary that
 turns a `ServetuneError` into `error:` + `fix:` and an exit code; `entry.app` is the typer application with every
-command of `plan`, `engine`, `bench`, `tune`, `sim`, `demo` and `serve` registered, one module per group.
+command of `plan`, `engine`, `bench`, `tune`, `sim`, `demo`, `serve` and `deploy` registered, one module per group.
+Each command's options are generated from its args model in its own room (`model_options.model_options`), and
+the command is one call into that room.
 """
 
 

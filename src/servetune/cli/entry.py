@@ -25,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: an option's every spelling stays whole (vLLM's names among them)
 )
 
 for _module in (plan, engine, bench, tune, sim, demo, serve, deploy):

@@ -12,6 +12,15 @@ argument (`{"argument": True}`). The help is the field's description, then its u
 `Field(gt=, ge=, lt=, le=)`); typer shows the default. Only the options the user gave reach the model, so its
 defaults apply and `args.model_fields_set` says what was typed. The model validates once: a value out of
 bounds, NaN or not a number is a `ServetuneError` naming the flag (exit 2), through the one translator.
+
+A list field (`list[str]`, `tuple[float, ...]`) takes `a,b,c` and the flag repeated alike (`{"split": False}`
+keeps commas in a value, e.g. `--metadata note=a,b`); a `Literal` field says its choices in the help and leaves
+refusing another word to the model. Two word forms click does not read are rewritten before it parses, by
+`ModelCommand` (give it as the command's `cls`): `{"nargs": "+"}` takes every word up to the next flag
+(`--goodput ttft:500 tpot:50`, vLLM's spelling) and `{"nargs": "?", "const": "-"}` stands alone for its `const`
+(`--json` alone: standard output). `{"off": ["--disable-tqdm"]}` adds spellings that set a switch off.
+A `{"rest": True}` list field takes the words click does not know, in order (an engine's own flags after the
+known options: `--max-model-len 32K -tp 2`), where the command has the `PASSTHROUGH` context settings.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import annotated_types
 import typer
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
+from typer.core import TyperCommand
 
 from servetune.errors import from_validation_error
 
@@ -36,6 +46,9 @@ SCALARS: tuple[type, ...] = (bool, int, float, str, Path)
 """Field types an option can carry; a field of another type is excluded by name or refused at import."""
 CONTEXT = "_model_options_ctx"
 """The context parameter added to a command that declares none."""
+PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+"""The context settings of a command whose args model has a `rest` field (see the module docstring)."""
+METAVARS = {int: "INTEGER", float: "NUMBER", str: "TEXT", Path: "PATH"}
 UNITS = {"_s": "seconds", "_ms": "milliseconds", "_bytes": "bytes"}
 """Field-name suffixes that carry a unit: dropped from `_s` flags (`drain_s` → `--drain`), said in the help."""
 
@@ -51,6 +64,19 @@ class CliField:
     argument: bool
     help: str
     default: Any
+    many: bool = False
+    """A list: the flag repeated, or `a,b,c` (split on commas unless `split` is False)."""
+    split: bool = True
+    choices: tuple[str, ...] = ()
+    nargs: str | None = None
+    const: str | None = None
+    off: tuple[str, ...] = ()
+    rest: bool = False
+    envvar: str | None = None
+    negatable: bool = True
+    """A switch has a `--no-` form where it is on by default (`{"negatable": ...}` says otherwise); one off by
+    default is only the flag, as vLLM's store_true switches."""
+    metavar: str | None = None
 
 
 def model_options(
@@ -73,18 +99,21 @@ def model_options(
             params.insert(
                 0, inspect.Parameter(CONTEXT, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
             )
-        params += [_parameter(f) for f in fields]
+        params += [_parameter(f) for f in fields if not f.rest]
 
         @functools.wraps(func)
         def command(**given: Any) -> R:
             ctx = given[ctx_name] if ctx_name != CONTEXT else given.pop(CONTEXT)
-            values = {f.name: given.pop(f.name) for f in fields if _typed(ctx, f.name)}
+            values = {f.name: _value(f, given.pop(f.name)) for f in fields if not f.rest and _typed(ctx, f.name)}
             for f in fields:
                 given.pop(f.name, None)
+                if f.rest and ctx.args:
+                    values[f.name] = list(ctx.args)
             return func(**given, **{slot: parse_args(model, values, fields)})
 
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         command.__annotations__ = {p.name: p.annotation for p in params}
+        command.cli_fields = fields  # type: ignore[attr-defined]  # read by ModelCommand (typer copies __dict__)
         return command
 
     return decorate
@@ -105,7 +134,7 @@ def cli_fields(model: type[BaseModel], exclude: Collection[str]) -> list[CliFiel
     for name, info in model.model_fields.items():
         if name in exclude:
             continue
-        kind, optional = _scalar(info.annotation)
+        kind, optional, many, choices = _form(info.annotation)
         if kind is None:
             raise TypeError(f"{model.__name__}.{name}: {info.annotation} has no command-line form; exclude it")
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
@@ -113,28 +142,63 @@ def cli_fields(model: type[BaseModel], exclude: Collection[str]) -> list[CliFiel
         named = extra.get("flags")
         flags = () if argument else tuple(str(f) for f in named) if isinstance(named, list) else (_flag(name),)
         default = None if info.is_required() else info.get_default(call_default_factory=True)
-        out.append(CliField(name, kind, optional, flags, argument, _help(name, info), default))
+        out.append(
+            CliField(
+                name,
+                kind,
+                optional,
+                flags,
+                argument,
+                _help(name, info, choices, many, extra.get("split", True) is not False),
+                list(default) if many and default is not None else default,
+                many=many,
+                split=extra.get("split", True) is not False,
+                choices=choices,
+                nargs=str(extra["nargs"]) if "nargs" in extra else None,
+                const=str(extra["const"]) if "const" in extra else None,
+                off=tuple(str(f) for f in extra.get("off", ()) or ()),  # type: ignore[union-attr]
+                rest=bool(extra.get("rest")),
+                envvar=str(extra["envvar"]) if "envvar" in extra else None,
+                negatable=bool(extra.get("negatable", default is True)),
+                metavar=str(extra["metavar"]) if "metavar" in extra else None,
+            )
+        )
     return out
 
 
-def _scalar(annotation: Any) -> tuple[type | None, bool]:
-    """(the scalar type, whether None is allowed) of an annotation such as `float | None`."""
-    if get_origin(annotation) in (Union, types.UnionType):
+def _form(annotation: Any) -> tuple[type | None, bool, bool, tuple[str, ...]]:
+    """(the scalar type, whether None is allowed, whether a list of it, the choices of a `Literal`) of an
+    annotation such as `float | None`, `tuple[float, ...]` or `Literal["a", "b"]`."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
-        kind, _ = _scalar(args[0]) if len(args) == 1 else (None, False)
-        return kind, True
-    if get_origin(annotation) is Literal:
-        return None, False
-    return (annotation, False) if annotation in SCALARS else (None, False)
+        kind, _, many, choices = _form(args[0]) if len(args) == 1 else (None, False, False, ())
+        return kind, True, many, choices
+    if origin is Literal:
+        words = tuple(str(a) for a in get_args(annotation))
+        return str, False, False, words
+    if origin in (list, tuple):
+        items = [a for a in get_args(annotation) if a is not Ellipsis]
+        kind, _, many, choices = _form(items[0]) if len(set(items)) == 1 else (None, False, True, ())
+        return (kind if not many else None), False, True, choices
+    return (annotation, False, False, ()) if annotation in SCALARS else (None, False, False, ())
 
 
 def _flag(name: str) -> str:
     return "--" + name.removesuffix("_s").replace("_", "-")
 
 
-def _help(name: str, info: FieldInfo) -> str:
+def _help(name: str, info: FieldInfo, choices: tuple[str, ...] = (), many: bool = False, split: bool = True) -> str:
     """The description, then the unit and the bounds, e.g. `Time between probes; seconds, > 0.`"""
-    said = [unit for suffix, unit in UNITS.items() if name.endswith(suffix)]
+    said = ["required"] if info.is_required() else []
+    said += [unit for suffix, unit in UNITS.items() if name.endswith(suffix)]
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    if "unit" in extra:
+        said.append(str(extra["unit"]))
+    if choices:
+        said.append(("each " if many else "") + "one of " + ", ".join(choices))
+    if many:
+        said.append("a,b or the flag repeated" if split else "the flag repeated")
     for bound in info.metadata:
         for kind, sign in ((annotated_types.Gt, ">"), (annotated_types.Ge, "≥"), (annotated_types.Lt, "<")):
             if isinstance(bound, kind):
@@ -146,21 +210,131 @@ def _help(name: str, info: FieldInfo) -> str:
 
 
 def _parameter(field: CliField) -> inspect.Parameter:
-    kind: Any = field.kind | None if field.optional or field.default is None else field.kind
+    """The typer parameter of a field. Every value but a switch reaches the command as the words typed, and the
+    model converts them: a word that is not a number is the one translator's error naming the flag, like a bound."""
+    shown = field.default is not None and field.default != []
+    metavar = field.metavar or ("|".join(field.choices) if field.choices else METAVARS.get(field.kind, "TEXT"))
+    kind: Any = str | None
     info: Any
-    if field.argument:
-        info = typer.Argument(
-            field.default, help=field.help, show_default=field.default is not None, metavar=field.name.upper()
-        )
-    elif field.kind is bool:
+    if field.kind is bool and not field.many and not field.argument:
+        kind = bool
         name = field.flags[0].removeprefix("--")
-        info = typer.Option(field.default, f"--{name}/--no-{name}", *field.flags[1:], help=field.help)
+        if not field.negatable:  # a switch that is only ever turned on (vLLM's `--save-result`)
+            return inspect.Parameter(
+                field.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=typer.Option(field.default, *field.flags, help=field.help),
+                annotation=kind,
+            )
+        off = (" /" + "/".join(field.off),) if field.off else ()
+        info = typer.Option(field.default, f"--{name}/--no-{name}", *field.flags[1:], *off, help=field.help)
+    elif field.many:  # the words of every use of the flag; the commas are split before the model sees them
+        kind = list[str] | None
+        words = None if not field.default else [",".join(str(v) for v in field.default)]
+        metavar += "..." if field.argument else ",..."
+        if field.argument:
+            info = typer.Argument(words, help=field.help, show_default=shown, metavar=field.name.upper() + "...")
+        else:
+            info = typer.Option(
+                words, *field.flags, help=field.help, show_default=shown, metavar=metavar, envvar=field.envvar
+            )
+    elif field.argument:
+        word = None if field.default is None else str(field.default)
+        info = typer.Argument(word, help=field.help, show_default=shown, metavar=field.name.upper())
     else:
-        info = typer.Option(field.default, *field.flags, help=field.help, show_default=field.default is not None)
+        word = None if field.default is None else str(field.default)
+        info = typer.Option(
+            word, *field.flags, help=field.help, show_default=shown, metavar=metavar, envvar=field.envvar
+        )
     return inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind)
+
+
+def _value(field: CliField, given: Any) -> Any:
+    """A list field's words, each `a,b,c` split (unless the field keeps commas)."""
+    if not field.many or given is None:
+        return given
+    return [part.strip() for word in given for part in (word.split(",") if field.split else [word]) if part.strip()]
+
+
+class ModelCommand(TyperCommand):
+    """A command whose words are rewritten, before click parses them, into forms click reads: a `nargs="+"`
+    field's words up to the next flag become one flag each for a list (`--metadata a=1 b=2` → `--metadata a=1
+    --metadata b=2`), or one word (`--goodput ttft:500 tpot:50` → `--goodput 'ttft:500 tpot:50'`), and a
+    `nargs="?"` field's flag with no value after it gets its `const` (`--json` → `--json -`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        fields: list[CliField] = getattr(self.callback, "cli_fields", [])
+        return super().parse_args(ctx, spread_words(fields, args))
+
+
+def spread_words(fields: list[CliField], args: list[str]) -> list[str]:
+    """`ModelCommand`'s rewriting (see there); words after `--` are left as they are."""
+    many = {flag: f for f in fields if f.nargs for flag in f.flags}
+    out: list[str] = []
+    words = list(args)
+    while words:
+        word = words.pop(0)
+        out.append(word)
+        if word == "--":
+            out += words
+            break
+        field = many.get(word)
+        if field is None:
+            continue
+        taken = []
+        while words and not (words[0].startswith("-") and len(words[0]) > 1 and not _number(words[0])):
+            taken.append(words.pop(0))
+            if field.nargs == "?":
+                break
+        if field.nargs == "?":
+            out.append(taken[0] if taken else str(field.const))
+        elif not field.many:
+            out.append(" ".join(taken))
+        elif taken:
+            out.append(taken[0])
+            for extra in taken[1:]:
+                out += [word, extra]
+    return out
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _typed(ctx: typer.Context, name: str) -> bool:
     """The user gave this parameter (not its default)."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name != "DEFAULT"
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_words(model: type[M], words: list[str]) -> M:
+    """The model a command line gives, read exactly as a command generated from `model` reads it: for code that
+    holds words rather than a command (tests, benchmarks)."""
+    taken: list[M] = []
+
+    def take(args: Any) -> None:
+        taken.append(args)
+
+    take.__annotations__ = {"args": model, "return": None}
+    app = typer.Typer(add_completion=False)
+    app.command(cls=ModelCommand, context_settings=PASSTHROUGH)(model_options(model)(take))
+    app(args=list(words), prog_name=model.__name__, standalone_mode=False)
+    return taken[0]
+
+
+def field_lines(model: type[BaseModel], names: Collection[str]) -> list[str]:
+    """`--flag: help [default: x]` for some fields of `model` that another reader takes (an engine's own flags
+    among its vLLM flags), for a command's help text."""
+    out = []
+    for name in names:
+        info = model.model_fields[name]
+        default = "" if info.is_required() or info.default is None else f" [default: {info.default}]"
+        out.append(f"{_flag(name)}: {_help(name, info)}{default}")
+    return out

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from servetune.cli.engine import PASSTHROUGH
-from servetune.cli.model_options import model_options
+from servetune.cli.model_options import PASSTHROUGH, model_options
 from servetune.operate.serve_options import ServeArgs
 
 

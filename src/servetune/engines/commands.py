@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from servetune.engines.config import EngineConfig, secret_env
 from servetune.engines.flagtable import table_for
 from servetune.engines.registry import adapter_for
-from servetune.engines.vocab import normalize_flags, parse_argv, to_argv
+from servetune.engines.vocab import parse_argv, to_argv
 from servetune.errors import ServetuneError
 from servetune.model.bundled import BUNDLED_DIR, bundled_model
 from servetune.secrets import is_secret_flag, is_secret_name, secret_texts
@@ -219,7 +219,7 @@ class _Plan:
 def _plan(cfg: EngineConfig, *, production: bool, model_path: str | None, secrets: tuple[str, ...]) -> _Plan:
     notes: list[str] = []
     engine, version = cfg.engine, cfg.version
-    flags = normalize_flags(engine, cfg.flags, version=version, allow_unknown=True)
+    flags = dict(cfg.flags)
     if engine == "sim":
         sim = table_for("sim", version)
         dropped = [name for name in flags if (spec := sim.lookup(name)) is not None and spec.sim_only]

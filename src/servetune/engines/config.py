@@ -2,7 +2,9 @@
 
 Two variants with equal `EngineConfig` share one launch, so it is frozen and hashable, and flags use the
 engine's own names (vLLM: `max-model-len`, `kv-cache-dtype`, ...) so that a flag servetune does not model
-passes through untouched.
+passes through untouched. Flags are read by the engine vocabulary when a config is built, whatever spelling they
+came in (`max_model_len: 32k`, `no-enable-prefix-caching: true`), so every config holds canonical names and typed
+values and no later step reads them again.
 """
 
 from __future__ import annotations
@@ -10,16 +12,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from servetune.engines.flagtable import FlagValue
+from servetune.engines.vocab import normalize_flags
 from servetune.secrets import redact
 
 EngineName = Literal["vllm", "llamacpp", "sglang", "sim"]
-FlagValue = str | int | float | bool | None | dict | list
-"""A flag's value: True = bare flag, False = `--no-<flag>` where the engine has one (vLLM), None = leave out,
-dict/list = JSON (e.g. vLLM's `speculative-config`)."""
 
 SECRET_ENV: dict[str, dict[str, str]] = {
     "vllm": {"api-key": "VLLM_API_KEY", "hf-token": "HF_TOKEN"},
@@ -51,6 +53,21 @@ class EngineConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     version: str | None = Field(default=None, description="Engine version, when known.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical_flags(cls, data: Any) -> Any:
+        """The flags under their canonical names with typed values (`engines.vocab.normalize_flags`). A flag no
+        table knows is kept as given: refusing it is the job of the command line or file it came from, which
+        says how to opt in. What is not a mapping of names is left to pydantic to refuse."""
+        if not isinstance(data, dict) or not isinstance(flags := data.get("flags"), Mapping) or not flags:
+            return data
+        engine, version = data.get("engine", "vllm"), data.get("version")
+        if engine not in get_args(EngineName) or not (version is None or isinstance(version, str)):
+            return data
+        if not all(isinstance(name, str) for name in flags):
+            return data
+        return {**data, "flags": normalize_flags(engine, flags, version=version, allow_unknown=True)}
+
     def key(self) -> str:
         """A stable short hash: equal configs launch one server."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
@@ -60,11 +77,9 @@ class EngineConfig(BaseModel):
         return hash(self.key())
 
     def with_flags(self, **changes: FlagValue) -> EngineConfig:
-        """A copy with some flags changed (names may use `_` for `-`)."""
-        flags = dict(self.flags)
-        for name, value in changes.items():
-            flags[name.replace("_", "-")] = value
-        return self.model_copy(update={"flags": flags})
+        """A copy with some flags changed (names in any spelling the engine takes, `_` for `-` included)."""
+        given = normalize_flags(self.engine, changes, version=self.version, allow_unknown=True)
+        return self.model_copy(update={"flags": {**self.flags, **given}})
 
     @property
     def name(self) -> str:

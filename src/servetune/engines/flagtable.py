@@ -20,6 +20,10 @@ from typing import Any, Literal, cast, get_args
 
 from servetune.errors import ServetuneError
 
+FlagValue = str | int | float | bool | None | dict | list
+"""A flag's value: True = bare flag, False = `--no-<flag>` where the engine has one (vLLM), None = leave out,
+dict/list = JSON (e.g. vLLM's `speculative-config`)."""
+
 Kind = Literal[
     "bool",
     "flag",

@@ -24,8 +24,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, cast
 
-from servetune.engines.config import FlagValue
-from servetune.engines.flagtable import FlagSpec, FlagTable, Kind, table_for
+from servetune.engines.flagtable import FlagSpec, FlagTable, FlagValue, Kind, table_for
 from servetune.errors import ServetuneError
 from servetune.secrets import is_secret_flag
 

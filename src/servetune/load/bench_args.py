@@ -1,7 +1,9 @@
-"""`servetune bench`'s command line: servetune's flags and `vllm bench serve`'s, by their names and meanings.
+"""`servetune bench`'s arguments (`BenchArgs`): servetune's flags and `vllm bench serve`'s, by their names and
+meanings, the one owner of bench's flags, defaults, units and bounds (the command's options are generated from
+these fields; `load/bench.py` `run_bench` does what they ask).
 
 A `vllm bench serve ...` line runs unchanged as `servetune bench ...`: the load flags are `LoadOptions`' (with
-vLLM's names, `load/options.py`); the rest is read here into `BenchArgs` — where to send (`--base-url`, or
+vLLM's names, `load/options.py`); the rest is read here — where to send (`--base-url`, or
 `--host`/`--port`; `--endpoint /v1/chat/completions` or `--backend openai-chat` for chat), which model
 (`--served-model-name`, else `--model`, else the server's first), the request body (`--extra-body` and the
 sampling flags `--temperature`, `--top-p`, ...), and vLLM's result files (`--save-result`, `--save-detailed`,
@@ -14,29 +16,19 @@ non-streamed requests are `--no-streaming` (vLLM's `--no-stream` is about datase
 
 from __future__ import annotations
 
-import argparse
+import difflib
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, JsonValue, field_validator, model_validator
 
 from servetune.errors import ServetuneError
-from servetune.load.options import VLLM_FLAGS, LoadOptions, add_arguments, number_list
-from servetune.metrics.vllm_format import PERCENTILE_METRICS
+from servetune.load.options import MAX_CONCURRENCY, MAX_SECONDS, LoadOptions, number_list
+from servetune.metrics.latency import PERCENTILE_METRICS, LatencyMetric
 
-SAMPLING_FLAGS = {
-    "--temperature": ("temperature", float),
-    "--top-p": ("top_p", float),
-    "--top-k": ("top_k", int),
-    "--min-p": ("min_p", float),
-    "--frequency-penalty": ("frequency_penalty", float),
-    "--presence-penalty": ("presence_penalty", float),
-    "--repetition-penalty": ("repetition_penalty", float),
-}
-"""vLLM's sampling flags: fields of every request body (`--extra-body` overrides them, as in vLLM)."""
 IGNORED_FLAGS = {
     "--trust-remote-code": "servetune runs no model code",
     "--tokenizer-mode": "servetune counts with tokenizer.json or the server's /tokenize",
@@ -77,218 +69,262 @@ REFUSED_FLAGS = {
 """vLLM flags servetune does not do: an error that names the flag and what to use instead."""
 
 
-class BenchArgs(BaseModel):
-    """What `bench` sends and writes, besides the load (`LoadOptions`)."""
+MAX_WORKERS = 256
+"""Client processes of one machine (or Ray actors): each sends hundreds of streams; more is a typo."""
+SAMPLING = ("temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty")
+"""vLLM's sampling flags: fields of every request body (`--extra-body` overrides them, as in vLLM)."""
+VLLM: dict[str, JsonValue] = {"negatable": False}
+"""A vLLM switch: only ever turned on."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    url: str
-    model: str | None = Field(None, description="The model name requests carry (None: the server's first)")
-    model_id: str | None = Field(None, description="vLLM's --model when --served-model-name names the API model")
-    endpoint: Literal["completions", "chat"] = "completions"
-    stream: bool = True
-    api_key: str | None = None
-    extra_body: dict[str, Any] | None = None
-    tokenizer: str | None = None
-    sweep: tuple[float, ...] | None = None
-    json_out: Path | None = None
-    jsonl_out: Path | None = None
-    csv_out: Path | None = None
-    html_out: Path | None = None
-    progress: bool = True
-    max_error_rate: float = Field(0.0, ge=0, le=1)
-    accept_warnings: bool = False
-    save_result: bool = False
-    save_detailed: bool = False
-    append_result: bool = False
-    result_dir: Path | None = None
-    result_filename: str | None = None
-    label: str | None = None
-    metadata: dict[str, str] = {}
-    percentile_metrics: tuple[str, ...] = PERCENTILE_METRICS
-    ready_check_timeout_s: float = Field(0.0, ge=0)
-    workers: int | None = Field(None, ge=1, description="Client processes (None: one per 32 streams, up to CPUs - 1)")
-    ray: str | None = Field(None, description="A Ray cluster's address: the workers run as Ray actors on its nodes")
-    ray_nodes: tuple[str, ...] | None = Field(None, description="With ray: only these nodes (addresses or id prefixes)")
-    notes: tuple[str, ...] = ()
-    """vLLM flags accepted without effect, and why."""
+def _flags(*names: str, **more: JsonValue) -> dict[str, JsonValue]:
+    return {"flags": list(names), **more}
+
+
+class BenchArgs(LoadOptions):
+    """Everything `servetune bench` takes: the load (`LoadOptions`), where to send it and what to write. The
+    properties say what the flags mean together (the server's URL, the model requests carry, the request body)."""
+
+    url: str | None = Field(
+        None,
+        description="The server (default: http://--host:--port, vLLM's 127.0.0.1:8000)",
+        json_schema_extra=_flags("--url", "--base-url"),
+    )
+    host: str = Field("127.0.0.1", description="vLLM: the server's host, without --base-url")
+    port: int = Field(8000, ge=1, le=65535, description="vLLM: the server's port, without --base-url")
+    model: str | None = Field(
+        None,
+        description="The model name requests carry (vLLM: with --served-model-name, the model id); neither: the "
+        "server's first model",
+    )
+    served_model_name: str | None = Field(None, description="vLLM: the API model name")
+    endpoint: str | None = Field(
+        None, description="completions or chat (or vLLM's /v1/completions, /v1/chat/completions; default completions)"
+    )
+    backend: Literal["openai", "openai-chat", "vllm"] | None = Field(
+        None, description="vLLM: the request format (openai-chat: chat)"
+    )
+    stream: bool = Field(True, description="Stream answers", json_schema_extra=_flags("--streaming"))
+    api_key: str | None = Field(
+        None, description="Bearer token the server demands", json_schema_extra={"envvar": "OPENAI_API_KEY"}
+    )
+    extra_body: str | None = Field(
+        None, description="A JSON object merged into every request, after the sampling flags"
+    )
+    temperature: float | None = Field(None, ge=0, le=100, allow_inf_nan=False, description="vLLM: sampling temperature")
+    top_p: float | None = Field(None, gt=0, le=1, description="vLLM: nucleus sampling's probability mass")
+    top_k: int | None = Field(None, ge=-1, description="vLLM: sample among the k most likely tokens (-1: all)")
+    min_p: float | None = Field(None, ge=0, le=1, description="vLLM: least probability relative to the likeliest")
+    frequency_penalty: float | None = Field(None, ge=-2, le=2, description="vLLM: frequency penalty")
+    presence_penalty: float | None = Field(None, ge=-2, le=2, description="vLLM: presence penalty")
+    repetition_penalty: float | None = Field(
+        None, gt=0, le=100, allow_inf_nan=False, description="vLLM: repetition penalty"
+    )
+    tokenizer: str | None = Field(
+        None, description="tokenizer.json, model folder, Hugging Face id (local cache), server, or words"
+    )
+    sweep: tuple[float, ...] | None = Field(
+        None,
+        description="Concurrencies (or rates, with --rate) to sweep; stops at saturation; each > 0, a concurrency "
+        f"whole and ≤ {MAX_CONCURRENCY:,}",
+    )
+    json_out: Path | None = Field(None, description="servetune's run JSON", json_schema_extra=_flags("--json"))
+    jsonl_out: Path | None = Field(None, description="Every request's record", json_schema_extra=_flags("--jsonl"))
+    csv_out: Path | None = Field(None, description="Per-request CSV", json_schema_extra=_flags("--csv"))
+    html_out: Path | None = Field(
+        None,
+        description="The bench report: distributions, time series, per-class figures, warnings",
+        json_schema_extra=_flags("--html"),
+    )
+    progress: bool = Field(True, description="A progress line", json_schema_extra={"off": ["--disable-tqdm"]})
+    max_error_rate: float = Field(0.0, ge=0, le=1, description="Failed requests allowed before exit code 1 (0..1)")
+    accept_warnings: bool = Field(False, description="Exit 0 despite validity warnings", json_schema_extra=VLLM)
+    save_result: bool = Field(
+        False, description="vLLM's result JSON, with servetune's run beside it", json_schema_extra=VLLM
+    )
+    save_detailed: bool = Field(False, description="vLLM: per-request lists in the result", json_schema_extra=VLLM)
+    append_result: bool = Field(False, description="vLLM: append to the result file", json_schema_extra=VLLM)
+    result_dir: Path | None = Field(None, description="vLLM: folder of the result file (`servetune report` draws it)")
+    result_filename: str | None = Field(None, description="vLLM: the result file's name")
+    label: str | None = Field(None, description="vLLM: the result's label")
+    metadata: tuple[str, ...] = Field(
+        (),
+        description="vLLM: KEY=VALUE pairs written into the result",
+        json_schema_extra={"nargs": "+", "split": False},
+    )
+    percentile_metrics: tuple[LatencyMetric, ...] = Field(
+        PERCENTILE_METRICS, description="vLLM: the metrics the result gives percentiles of"
+    )
+    ready_check_timeout_s: float = Field(
+        0.0,
+        ge=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
+        description="vLLM: wait this long for the server's /health first",
+        json_schema_extra=_flags("--ready-check-timeout-sec"),
+    )
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_WORKERS,
+        description="Client processes (1: in process; default one per 32 streams, up to CPUs - 1)",
+    )
+    ray: str | None = Field(
+        None, description="A Ray cluster's address (auto: this machine's): the workers run as Ray actors on its nodes"
+    )
+    ray_nodes: tuple[str, ...] | None = Field(
+        None, description="With --ray: only these nodes (addresses or id prefixes)"
+    )
+    vllm_words: tuple[str, ...] = Field(
+        (), description="vLLM flags with no effect here", json_schema_extra={"rest": True}
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sweep_levels(cls, data: Any) -> Any:
+        """`--sweep`'s levels are concurrencies (whole numbers) unless `--rate` makes them rates, and a bare
+        `--sweep` runs its first level as the concurrency the load options are checked at."""
+        if not isinstance(data, dict) or not data.get("sweep"):
+            return data
+        given = data["sweep"] if isinstance(data["sweep"], list | tuple) else [data["sweep"]]
+        levels = tuple(number_list(",".join(str(v) for v in given), "--sweep"))
+        _check_levels(levels, closed=data.get("rate") is None)
+        bare = not {"concurrency", "rate", "max_concurrency"} & {k for k, v in data.items() if v is not None}
+        return {**data, "sweep": levels, **({"concurrency": int(levels[0])} if bare else {})}
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, endpoint: str | None) -> str | None:
+        if endpoint is not None:
+            _endpoint(endpoint)
+        return endpoint
+
+    @field_validator("extra_body")
+    @classmethod
+    def _body(cls, text: str | None) -> str | None:
+        if text is not None:
+            _json_object(text)
+        return text
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, items: tuple[str, ...]) -> tuple[str, ...]:
+        for item in items:
+            key, sep, _ = item.partition("=")
+            if not sep or not key.strip():
+                raise ServetuneError(f"--metadata {item!r} is not KEY=VALUE", "e.g. --metadata version=0.32 tp=1")
+        return items
+
+    @field_validator("ray")
+    @classmethod
+    def _ray(cls, address: str | None) -> str | None:
+        if address is not None and not address.strip():
+            raise ServetuneError("--ray needs the cluster's address", "e.g. --ray 10.0.0.1:6379, or --ray auto")
+        return address.strip() if address else None
+
+    @field_validator("vllm_words")
+    @classmethod
+    def _vllm_words(cls, words: tuple[str, ...]) -> tuple[str, ...]:
+        _ignored(words)
+        return words
+
+    @model_validator(mode="after")
+    def _levels(self) -> BenchArgs:
+        if self.ray_nodes is not None and self.ray is None:
+            raise ServetuneError("--ray-nodes selects nodes of the --ray cluster", "add --ray ADDRESS (or --ray auto)")
+        if self.ray_nodes is not None and not self.ray_nodes:
+            raise ServetuneError("--ray-nodes names no node", "e.g. --ray-nodes 10.0.0.2,10.0.0.3")
+        if self.sweep is not None:
+            load = self.load()
+            for level in self.sweep:  # each level is the run it is
+                LoadOptions.parse(**load.at_level(level).model_dump(exclude_unset=True))
+            load.check_footprint(levels=self.sweep)  # every level's records are kept for the report
+        return self
 
     @property
-    def backend(self) -> str:
+    def target(self) -> str:
+        """The server's base URL."""
+        host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
+        return self.url or f"http://{host}:{self.port}"
+
+    @property
+    def request_model(self) -> str | None:
+        """The model name requests carry (None: the server's first)."""
+        return self.served_model_name or self.model
+
+    @property
+    def model_id(self) -> str | None:
+        """vLLM's --model when --served-model-name names the API model: the id its result file records."""
+        return self.model if self.served_model_name else None
+
+    @property
+    def api(self) -> Literal["completions", "chat"]:
+        """The request format: --endpoint, else --backend, else completions."""
+        if self.endpoint is not None:
+            return _endpoint(self.endpoint)
+        return "chat" if self.backend == "openai-chat" else "completions"
+
+    @property
+    def backend_name(self) -> str:
         """vLLM's name of the request format (`openai` completions, `openai-chat`)."""
-        return "openai-chat" if self.endpoint == "chat" else "openai"
+        return "openai-chat" if self.api == "chat" else "openai"
+
+    @property
+    def key(self) -> str | None:
+        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    @property
+    def body(self) -> dict[str, Any] | None:
+        """The request body's additions: the sampling flags, then --extra-body over them (as in vLLM)."""
+        body: dict[str, Any] = {k: getattr(self, k) for k in SAMPLING if getattr(self, k) is not None}
+        body.update(_json_object(self.extra_body) if self.extra_body else {})
+        return body or None
+
+    @property
+    def metadata_items(self) -> dict[str, str]:
+        return {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in self.metadata)}
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """vLLM flags accepted without effect, and why."""
+        return tuple(f"{flag} has no effect here: {IGNORED_FLAGS[flag]}" for flag in _ignored(self.vllm_words))
 
     @property
     def writes_vllm_result(self) -> bool:
         return self.save_result or self.append_result
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        import difflib
-
-        fix = "see `servetune bench --help`"
-        if message.startswith("unrecognized arguments:"):
-            flags = [f for action in self._actions for f in action.option_strings]
-            unknown = next((w for w in message.split(":", 1)[1].split() if w.startswith("--")), "")
-            if close := difflib.get_close_matches(unknown.split("=")[0], flags, n=1):
-                fix = f"did you mean {close[0]}? ({fix})"
-        raise ServetuneError(f"servetune bench: {message}", fix)
-
-
-def _parser() -> _Parser:
-    p = _Parser(prog="servetune bench", add_help=False, allow_abbrev=False)
-    add_arguments(p)
-    p.add_argument("--url", "--base-url", dest="url")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", default="8000")
-    p.add_argument("--model", dest="model")
-    p.add_argument("--served-model-name", dest="served_model_name")
-    p.add_argument("--endpoint", default=None)
-    p.add_argument("--backend", default=None)
-    p.add_argument("--streaming", dest="stream", action="store_true", default=True)
-    p.add_argument("--no-streaming", dest="stream", action="store_false")
-    p.add_argument("--api-key", dest="api_key")
-    p.add_argument("--extra-body", dest="extra_body")
-    p.add_argument("--tokenizer")
-    p.add_argument("--sweep")
-    p.add_argument("--json", dest="json_out")
-    p.add_argument("--jsonl", dest="jsonl_out")
-    p.add_argument("--csv", dest="csv_out")
-    p.add_argument("--html", dest="html_out")
-    p.add_argument("--progress", dest="progress", action="store_true", default=True)
-    p.add_argument("--no-progress", "--disable-tqdm", dest="progress", action="store_false")
-    p.add_argument("--max-error-rate", dest="max_error_rate", default="0")
-    p.add_argument("--accept-warnings", dest="accept_warnings", action="store_true")
-    p.add_argument("--save-result", dest="save_result", action="store_true")
-    p.add_argument("--save-detailed", dest="save_detailed", action="store_true")
-    p.add_argument("--append-result", dest="append_result", action="store_true")
-    p.add_argument("--result-dir", dest="result_dir")
-    p.add_argument("--result-filename", dest="result_filename")
-    p.add_argument("--label")
-    p.add_argument("--metadata", nargs="*", default=[])
-    p.add_argument("--percentile-metrics", dest="percentile_metrics")
-    p.add_argument("--ready-check-timeout-sec", dest="ready_check_timeout_s", default="0")
-    p.add_argument("--workers")
-    p.add_argument("--ray", dest="ray")
-    p.add_argument("--ray-nodes", dest="ray_nodes")
-    for flag in SAMPLING_FLAGS:
-        p.add_argument(flag, dest=f"sampling{flag}")
-    for flag in IGNORED_FLAGS:
-        if flag in _IGNORED_SWITCHES:
-            p.add_argument(flag, dest=f"ignored{flag}", action="store_true")
-        else:
-            p.add_argument(flag, dest=f"ignored{flag}")
-    for flag in REFUSED_FLAGS:
-        p.add_argument(flag, dest=f"refused{flag}", nargs="*")
-    return p
-
-
-LOAD_KEYS = frozenset(LoadOptions.model_fields) | {v.dest for v in VLLM_FLAGS}
-"""The argparse destinations that belong to the load options (servetune's fields and vLLM's translated keys)."""
-
-
-def parse_bench_argv(argv: list[str]) -> tuple[BenchArgs, LoadOptions]:
-    """Reads a bench command line (servetune's or vLLM's flags) into what to send and how to load."""
-    ns = vars(_parser().parse_args(argv))
-    for key, value in ns.items():
-        if key.startswith("refused") and value is not None:
-            flag = key.removeprefix("refused")
+def _ignored(words: tuple[str, ...]) -> list[str]:
+    """The vLLM flags among `words` that change nothing here; a flag servetune does not do is an error saying what
+    to use instead, and any other word an error with the closest flag."""
+    found, rest = [], list(words)
+    while rest:
+        word = rest.pop(0)
+        flag = word.split("=", 1)[0]
+        if flag in REFUSED_FLAGS:
             raise ServetuneError(f"{flag} is not supported by servetune bench", REFUSED_FLAGS[flag])
-    values = {k: ns.pop(k) for k in LOAD_KEYS & set(ns)}
-    levels = _levels(ns["sweep"], closed="rate" not in values) if ns["sweep"] else None
-    if levels and not {"concurrency", "rate", "max_concurrency"} & set(values):
-        values["concurrency"] = levels[0]  # a bare sweep is of concurrencies, as --help says
-    load = LoadOptions.parse(**values)
-    if levels:
-        for level in levels:  # each level is the run it is
-            LoadOptions.parse(**load.at_level(level).model_dump(exclude_unset=True))
-        load.check_footprint(levels=levels)  # every level's records are kept for the report
-    ns["sweep"] = levels
-    notes = tuple(
-        f"{key.removeprefix('ignored')} has no effect here: {IGNORED_FLAGS[key.removeprefix('ignored')]}"
-        for key, value in ns.items()
-        if key.startswith("ignored") and value not in (None, False)
-    )
-    return _bench_args(ns, notes), load
+        if flag in IGNORED_FLAGS:
+            found.append(flag)
+            if flag not in _IGNORED_SWITCHES and "=" not in word and rest and not rest[0].startswith("--"):
+                rest.pop(0)  # its value
+            continue
+        close = difflib.get_close_matches(flag, _known_flags(), n=1) if flag.startswith("-") else []
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ServetuneError(f"servetune bench: unrecognized argument {word!r}", f"{hint}see `servetune bench --help`")
+    return found
 
 
-def _bench_args(ns: dict[str, Any], notes: tuple[str, ...]) -> BenchArgs:
-    url = ns["url"] or f"http://{_host(ns['host'])}:{ns['port']}"
-    model, model_id = ns["model"], None
-    if ns["served_model_name"]:
-        model, model_id = ns["served_model_name"], ns["model"]
-    values: dict[str, Any] = {
-        "url": url,
-        "model": model,
-        "model_id": model_id,
-        "endpoint": _endpoint(ns["endpoint"], ns["backend"]),
-        "stream": ns["stream"],
-        "api_key": ns["api_key"] or os.environ.get("OPENAI_API_KEY") or None,
-        "extra_body": _body(ns),
-        "tokenizer": ns["tokenizer"],
-        "sweep": ns["sweep"],
-        "progress": ns["progress"],
-        "max_error_rate": _fraction(ns["max_error_rate"]),
-        "accept_warnings": ns["accept_warnings"],
-        "save_result": ns["save_result"],
-        "save_detailed": ns["save_detailed"],
-        "append_result": ns["append_result"],
-        "result_filename": ns["result_filename"],
-        "label": ns["label"],
-        "metadata": _metadata(ns["metadata"]),
-        "percentile_metrics": _metrics(ns["percentile_metrics"]),
-        "ready_check_timeout_s": _seconds(ns["ready_check_timeout_s"]),
-        "workers": _count(ns["workers"], "--workers") if ns["workers"] is not None else None,
-        **_ray(ns["ray"], ns["ray_nodes"]),
-        "notes": notes,
-    }
-    for key in ("json_out", "jsonl_out", "csv_out", "html_out", "result_dir"):
-        values[key] = Path(ns[key]) if ns[key] else None
-    return BenchArgs(**values)
+def _known_flags() -> list[str]:
+    flags = [*IGNORED_FLAGS, *REFUSED_FLAGS]
+    for name, info in BenchArgs.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        named = extra.get("flags")
+        flags += [str(f) for f in named] if isinstance(named, list) else ["--" + name.replace("_", "-")]
+    return flags
 
 
-def _ray(address: str | None, nodes: str | None) -> dict[str, Any]:
-    """`--ray ADDRESS [--ray-nodes A,B]`: where the load workers run (`auto`: the cluster this machine runs)."""
-    if nodes is not None and address is None:
-        raise ServetuneError("--ray-nodes selects nodes of the --ray cluster", "add --ray ADDRESS (or --ray auto)")
-    if address is not None and not address.strip():
-        raise ServetuneError("--ray needs the cluster's address", "e.g. --ray 10.0.0.1:6379, or --ray auto")
-    chosen = tuple(n.strip() for n in nodes.split(",") if n.strip()) if nodes is not None else None
-    if chosen is not None and not chosen:
-        raise ServetuneError(f"--ray-nodes {nodes!r} names no node", "e.g. --ray-nodes 10.0.0.2,10.0.0.3")
-    return {"ray": address.strip() if address else None, "ray_nodes": chosen}
-
-
-MAX_WORKERS = 256
-"""Client processes of one machine (or Ray actors): each sends hundreds of streams; more is a typo."""
-
-
-def _count(text: str, flag: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_WORKERS:
-        raise ServetuneError(f"{flag} {text!r} is not a whole number from 1 to {MAX_WORKERS}", f"e.g. {flag} 2")
-    return value
-
-
-def _host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
-def _endpoint(endpoint: str | None, backend: str | None) -> Literal["completions", "chat"]:
-    """servetune's `completions|chat`, vLLM's path (`/v1/completions`, `/v1/chat/completions`) or `--backend`."""
-    by_backend: dict[str, Literal["completions", "chat"]] = {"openai": "completions", "vllm": "completions"}
-    by_backend["openai-chat"] = "chat"
-    if backend is not None and backend not in by_backend:
-        raise ServetuneError(
-            f"--backend {backend!r} is not an OpenAI-compatible text endpoint servetune speaks",
-            "use --backend openai (completions) or openai-chat (chat), or --endpoint completions|chat",
-        )
-    if endpoint is None:
-        return by_backend.get(backend or "openai", "completions")
+def _endpoint(endpoint: str) -> Literal["completions", "chat"]:
+    """servetune's `completions|chat`, or vLLM's path (`/v1/completions`, `/v1/chat/completions`)."""
     path = endpoint.strip().rstrip("/")
     if path in ("completions", "/v1/completions", "/completions"):
         return "completions"
@@ -299,131 +335,24 @@ def _endpoint(endpoint: str | None, backend: str | None) -> Literal["completions
     )
 
 
-def _body(ns: dict[str, Any]) -> dict[str, Any] | None:
-    body: dict[str, Any] = {}
-    for flag, (field, kind) in SAMPLING_FLAGS.items():
-        raw = ns.pop(f"sampling{flag}", None)
-        if raw is None:
-            continue
-        try:
-            value = kind(raw)
-        except ValueError:
-            raise ServetuneError(f"{flag} {raw!r} is not a number", f"e.g. {flag} 0") from None
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ServetuneError(f"{flag} {raw!r} is not a finite number", f"e.g. {flag} 0")
-        body[field] = value
-    if ns["extra_body"]:
-        try:
-            extra = json.loads(ns["extra_body"])
-        except ValueError as err:
-            raise ServetuneError(
-                f"--extra-body is not JSON: {err}", "e.g. --extra-body '{\"temperature\": 0}'"
-            ) from None
-        if not isinstance(extra, dict):
-            raise ServetuneError("--extra-body must be a JSON object", "e.g. --extra-body '{\"temperature\": 0}'")
-        body.update(extra)
-    return body or None
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        extra = json.loads(text)
+    except ValueError as err:
+        raise ServetuneError(f"--extra-body is not JSON: {err}", "e.g. --extra-body '{\"temperature\": 0}'") from None
+    if not isinstance(extra, dict):
+        raise ServetuneError("--extra-body must be a JSON object", "e.g. --extra-body '{\"temperature\": 0}'")
+    return extra
 
 
-def _levels(text: str, *, closed: bool) -> tuple[float, ...]:
+def _check_levels(levels: tuple[float, ...], *, closed: bool) -> None:
     """`--sweep`'s levels: concurrencies (whole numbers) unless `--rate` makes them rates."""
-    levels = number_list(text, "sweep")
-    if not levels or any(v <= 0 for v in levels):
-        raise ServetuneError(f"--sweep {text!r}: levels must be positive", "e.g. --sweep 1,2,4,8")
+    shown = ",".join(f"{v:g}" for v in levels)
+    if not levels or any(not v > 0 for v in levels):
+        raise ServetuneError(f"--sweep {shown}: levels must be positive", "e.g. --sweep 1,2,4,8")
     bad = [v for v in levels if closed and not (math.isfinite(v) and v == int(v))]
     if bad:
         raise ServetuneError(
             f"--sweep {bad[0]:g}: a sweep of concurrencies takes whole numbers",
-            "e.g. --sweep 1,4,16,64; for rates give --rate with it (--rate 1 --sweep 0.5,1,2)",
+            "e.g. --sweep 1,4,16,64; for rates give --rate with it (--rate 1 --sweep 0.5,2)",
         )
-    return tuple(levels)
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= 1:
-        raise ServetuneError(f"--max-error-rate {text} is not a fraction", "give 0..1, e.g. 0.01 for 1%")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise ServetuneError(f"--ready-check-timeout-sec {text} is not a number of seconds", "e.g. 600")
-    return value
-
-
-def _metadata(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ServetuneError(f"--metadata {item!r} is not KEY=VALUE", "e.g. --metadata version=0.32 tp=1")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def _metrics(text: str | None) -> tuple[str, ...]:
-    if not text:
-        return PERCENTILE_METRICS
-    names = tuple(m.strip() for m in text.split(",") if m.strip())
-    unknown = [m for m in names if m not in PERCENTILE_METRICS]
-    if unknown or not names:
-        raise ServetuneError(
-            f"--percentile-metrics {text!r}: unknown {', '.join(unknown) or 'list'}",
-            "choose among " + ",".join(PERCENTILE_METRICS),
-        )
-    return names
-
-
-def help_text() -> str:
-    """`servetune bench --help`."""
-    lines = [
-        "Measure a server with a streaming load: vLLM-named metrics, goodput, errors by class, validity.",
-        "",
-        "Usage: servetune bench --url URL --model NAME (--concurrency N | --rate R) [options]",
-        "   or: servetune bench <the flags of a `vllm bench serve` line>   (vLLM's names and meanings)",
-        "",
-        "Exit code 1 when more requests failed than --max-error-rate allows (default 0) or when the run has",
-        "validity warnings (unless --accept-warnings); 2 for bad options.",
-        "",
-        "Target and requests:",
-        "  --url, --base-url URL        the server (else http://--host:--port, vLLM's 127.0.0.1:8000)",
-        "  --model NAME                 the model name requests carry (vLLM: with --served-model-name, the model id)",
-        "  --served-model-name NAME     the API model name (vLLM); without --model either: the server's first model",
-        "  --endpoint completions|chat  or vLLM's /v1/completions, /v1/chat/completions; --backend openai|openai-chat",
-        "  --streaming/--no-streaming   stream answers (default) or not",
-        "  --api-key KEY                bearer token (default $OPENAI_API_KEY)",
-        "  --extra-body JSON            merged into every request, after vLLM's sampling flags "
-        + " ".join(SAMPLING_FLAGS),
-        "  --tokenizer T                tokenizer.json, model folder, Hugging Face id (local cache), server, words",
-        "  --sweep L1,L2,...            concurrencies (or rates with --rate) to sweep; stops at saturation",
-        "  --ready-check-timeout-sec S  wait up to S seconds for the server's /health first (vLLM)",
-        "",
-        "Files:",
-        "  --json PATH, --jsonl PATH, --csv PATH   servetune's run JSON, every request's record, per-request CSV",
-        "  --html PATH                  the bench report: distributions, time series, per-class figures, warnings",
-        "  --save-result [--save-detailed] [--append-result] [--result-dir D] [--result-filename F]",
-        "                               vLLM's result JSON (its schema and file name), with servetune's run",
-        "                               (<name>.servetune.json + <name>.records.jsonl) next to it;",
-        "                               `servetune report D` draws the bench report of the folder",
-        "  --label L, --metadata K=V .., --percentile-metrics ttft,tpot,itl,e2el   as in vLLM's file",
-        "",
-        "Verdict: --max-error-rate F (0..1), --accept-warnings; --no-progress (--disable-tqdm)",
-        "Client: --workers N   processes sending the load (1: in process; default one per 32 streams, CPUs - 1)",
-        "        --ray ADDRESS [--ray-nodes A,B]   the workers as Ray actors on the cluster's nodes (all, or those",
-        "                     named), one per node by default; each node's clock offset is measured and stated",
-        "",
-        "Load options (shared with `servetune estimate`):",
-        *LoadOptions.help_lines(),
-        "",
-        "vLLM flags with no effect here: " + ", ".join(IGNORED_FLAGS),
-        "vLLM flags servetune does not do (an error says what to use): " + ", ".join(REFUSED_FLAGS),
-    ]
-    return "\n".join(lines)

@@ -3,11 +3,13 @@
 `servetune bench` (against a server) and `servetune estimate` (against the simulator) take the same options
 and turn them into a `Workload` and a `LoadShape` here, so the same flags mean the same requests in both.
 Every value is checked at the edge, before any work starts (positive counts, finite numbers, one of
-concurrency or rate); a bad one is a `ServetuneError` naming the flag. `from_argv` reads the options from raw
-argv (estimate passes vLLM flags through as well), `parse` from values a CLI framework already parsed.
+concurrency or rate); a bad one is a `ServetuneError` naming the flag. The commands' options are generated from
+these fields (`bench`'s `load/bench_args.py` `BenchArgs` and `estimate`'s `sim/args.py` `EstimateArgs` build on
+this model); `parse` reads values given in code.
 
-`vllm bench serve`'s load flags are read by their names with vLLM's meanings (`VLLM_FLAGS`): `--num-prompts`
-is `--requests`, `--request-rate` is `--rate`, `--random-input-len` is `--input-tokens`, and the flags whose
+`vllm bench serve`'s load flags are read by their names with vLLM's meanings (each field's other flags):
+`--num-prompts` is `--requests`, `--request-rate` is `--rate`, `--random-input-len` is `--input-tokens`, and the
+flags whose
 meaning needs arithmetic are translated: `--random-prefix-len P` is a shared prefix of P tokens *on top of* the
 input length (vLLM counts it apart; servetune's `--prefix-tokens` counts it in), `--max-concurrency N` alone is a
 closed loop of N (vLLM sends every request at t = 0 and lets N run at once: the same load), no load flag at all
@@ -20,19 +22,20 @@ not vLLM's 1000; percentiles 50,90,95,99, not 99 alone — a superset).
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
 
 from servetune.errors import ServetuneError, from_validation_error
-from servetune.load.shape import LoadShape, Timeouts
-from servetune.load.workload import Dist, FileSource, RequestClass, Workload
-from servetune.metrics.slo import Slos
+
+if TYPE_CHECKING:  # the commands' options are generated from this model at start-up: the load path is not
+    from servetune.load.shape import LoadShape
+    from servetune.load.workload import RequestClass, Workload
+    from servetune.metrics.slo import Slos
 
 MAX_CONCURRENCY = 100_000
 """A sanity bound on requests in flight (a typo such as `--concurrency 1000000000` is an error, not a run)."""
@@ -52,87 +55,102 @@ MAX_RECORD_BYTES = 4 * 1024**3
 """The records a run may keep in memory (every request's record is kept for the summary): 4 GiB."""
 DEFAULT_REQUESTS = 100
 """Measured requests when neither `--requests` nor `--duration` bounds the run."""
-DATASET_NAMES = ("random", "sharegpt", "custom", "prefix_repetition")
-"""The `--dataset-name` values of `vllm bench serve` that servetune runs (the others read the Hub or media)."""
 _PREFIX_REPETITION = {"prefix_len": 256, "suffix_len": 256, "num_prefixes": 10, "output_len": 128}
 """vLLM's defaults of `--prefix-repetition-*`."""
 
 
-@dataclass(frozen=True)
-class VllmFlag:
-    """A flag of `vllm bench serve` that servetune reads: `dest` is a `LoadOptions` field (the same meaning under
-    another name) or a key the model translates (`_vllm_meanings`)."""
-
-    flag: str
-    dest: str
-    help: str
-    store_true: bool = False
-    nargs: str | None = None
+def _also(*flags: str, **more: JsonValue) -> dict[str, JsonValue]:
+    """A field's flags: its own name first, then vLLM bench serve's (and servetune 0.1's) spellings of it."""
+    return {"flags": list(flags), **more}
 
 
-VLLM_FLAGS: tuple[VllmFlag, ...] = (
-    VllmFlag("--num-prompts", "requests", "= --requests"),
-    VllmFlag("--request-rate", "rate", "= --rate; inf (vLLM's default) sends every request at once"),
-    VllmFlag("--random-input-len", "input_tokens", "= --input-tokens"),
-    VllmFlag("--input-len", "input_tokens", "= --input-tokens"),
-    VllmFlag("--random-output-len", "output_tokens", "= --output-tokens"),
-    VllmFlag("--output-len", "output_tokens", "= --output-tokens (also a dataset's output length)"),
-    VllmFlag("--sharegpt-output-len", "output_tokens", "= --output-tokens for a ShareGPT file"),
-    VllmFlag("--custom-output-len", "custom_output_len", "output tokens of a custom file (vLLM: 256; -1: the file's)"),
-    VllmFlag("--random-range-ratio", "range_ratio", "= --range-ratio (a number, or {'input': r, 'output': r})"),
-    VllmFlag("--random-prefix-len", "random_prefix_len", "a shared prefix of N tokens on top of the input length"),
-    VllmFlag("--dataset-name", "dataset_name", "random, sharegpt, custom (a local JSONL) or prefix_repetition"),
-    VllmFlag("--dataset-path", "dataset", "= --dataset (a local file; servetune never downloads)"),
-    VllmFlag("--disable-shuffle", "disable_shuffle", "keep a ShareGPT file's order", store_true=True),
-    VllmFlag("--ignore-eos", "ignore_eos", "= --output-control ignore_eos", store_true=True),
-    VllmFlag("--num-warmups", "warmup_requests", "= --warmup-requests"),
-    VllmFlag("--metric-percentiles", "percentiles", "= --percentiles"),
-    VllmFlag("--goodput", "goodput", "SLOs as separate words: --goodput ttft:500 tpot:50", nargs="+"),
-    VllmFlag("--prefix-repetition-prefix-len", "prefix_repetition_prefix_len", "shared prefix tokens (256)"),
-    VllmFlag("--prefix-repetition-suffix-len", "prefix_repetition_suffix_len", "tokens after the prefix (256)"),
-    VllmFlag("--prefix-repetition-num-prefixes", "prefix_repetition_num_prefixes", "different prefixes (10)"),
-    VllmFlag("--prefix-repetition-output-len", "prefix_repetition_output_len", "output tokens (128)"),
-)
-"""`vllm bench serve`'s load flags (`--max-concurrency`, `--burstiness`, `--seed` share servetune's names)."""
+SECONDS: dict[str, JsonValue] = {"unit": "seconds"}
+TOKENS: dict[str, JsonValue] = {"unit": "tokens"}
+VLLM: dict[str, JsonValue] = {"negatable": False}
+"""A vLLM switch: only ever turned on."""
 
 
 class LoadOptions(BaseModel):
-    """The load options of `bench` and `estimate` (each field is the flag `--<name with dashes>`)."""
+    """The load options of `bench` and `estimate`: each field is the flag `--<name with dashes>`, and where vLLM
+    bench serve has another name for it, that one too (the same meaning); the fields after `percentiles` are
+    vLLM's flags whose meaning needs arithmetic, translated into servetune's (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built when first used, not at start-up
 
-    input_tokens: int = Field(256, ge=1, le=MAX_TOKENS, description="Input tokens per request (exact with a tokenizer)")
-    output_tokens: int = Field(128, ge=1, le=MAX_TOKENS, description="Output tokens per request")
+    input_tokens: int = Field(
+        256,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Input tokens per request (exact with a tokenizer)",
+        json_schema_extra=_also("--input-tokens", "--random-input-len", "--input-len", unit="tokens"),
+    )
+    output_tokens: int = Field(
+        128,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Output tokens per request (also a dataset's output length)",
+        json_schema_extra=_also(
+            "--output-tokens", "--random-output-len", "--output-len", "--sharegpt-output-len", unit="tokens"
+        ),
+    )
     output_std: float = Field(
         0.0,
         ge=0,
         le=MAX_TOKENS,
         allow_inf_nan=False,
         description="Output length standard deviation (normal distribution); 0 = fixed",
+        json_schema_extra=TOKENS,
     )
     range_ratio: float = Field(
-        0.0, ge=0, lt=1, description="Input and output lengths uniform in [1-r, 1+r] x the given ones; 0 = fixed"
+        0.0,
+        ge=0,
+        lt=1,
+        description="Input and output lengths uniform in [1-r, 1+r] x the given ones; 0 = fixed (vLLM's "
+        "--random-range-ratio also takes {'input': r, 'output': r} with equal ratios)",
+        json_schema_extra=_also("--range-ratio", "--random-range-ratio", "--spread"),
     )
     prefix_tokens: int = Field(
-        0, ge=0, le=MAX_TOKENS, description="Shared prefix tokens (a long system prompt), counted in input-tokens"
+        0,
+        ge=0,
+        le=MAX_TOKENS,
+        description="Shared prefix tokens (a long system prompt), counted in --input-tokens",
+        json_schema_extra=_also("--prefix-tokens", "--shared-prefix-len", unit="tokens"),
     )
     prefix_groups: int = Field(1, ge=1, le=MAX_CONCURRENCY, description="Number of different shared prefixes")
     turns: int = Field(1, ge=1, le=MAX_TURNS, description="Turns per conversation (multi-turn)")
     mix: str | None = Field(None, description="Traffic mix name:weight:in:out,... (instead of input/output tokens)")
-    dataset: Path | None = Field(None, description="Requests from a JSONL or ShareGPT JSON file")
+    dataset: Path | None = Field(
+        None,
+        description="Requests from a local JSONL or ShareGPT JSON file (servetune never downloads)",
+        json_schema_extra=_also("--dataset", "--dataset-path"),
+    )
     dataset_name: Literal["random", "sharegpt", "custom", "prefix_repetition"] | None = Field(
-        None, description="vLLM's --dataset-name: random, sharegpt, custom (JSONL) or prefix_repetition"
+        None, description="vLLM's --dataset-name (custom: a JSONL file)"
     )
-    shuffle: bool = Field(False, description="Requests of a file in a seeded random order (vLLM shuffles ShareGPT)")
+    shuffle: bool = Field(
+        False,
+        description="Requests of a file in a seeded random order (vLLM shuffles ShareGPT)",
+        json_schema_extra=VLLM,
+    )
     output_control: Literal["ignore_eos", "min_tokens", "none"] = Field(
-        "ignore_eos", description="ignore_eos, min_tokens or none"
+        "ignore_eos", description="How an answer is held to its output length"
     )
-    seed: int = Field(0, ge=0, lt=2**63, description="Seed of the requests' lengths, texts and arrival times")
+    seed: int = Field(
+        0,
+        ge=0,
+        lt=2**63,
+        description="Seed of the requests' lengths, texts and arrival times",
+        json_schema_extra=_also("--seed", "--workload-seed"),
+    )
     concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY, description="Closed loop: requests in flight")
     rate: float | None = Field(
-        None, gt=0, description="Open loop: requests per second (inf: all at once, the default without --concurrency)"
+        None,
+        gt=0,
+        description=f"Open loop: requests per second, up to {MAX_RATE:,.0f} (inf: all at once, the default without "
+        "--concurrency)",
+        json_schema_extra=_also("--rate", "--request-rate", unit="requests/s"),
     )
-    arrival: Literal["poisson", "gamma", "constant"] = Field("poisson", description="poisson, gamma or constant")
+    arrival: Literal["poisson", "gamma", "constant"] = Field("poisson", description="Open loop: arrival process")
     burstiness: float = Field(
         1.0,
         gt=0,
@@ -143,35 +161,98 @@ class LoadOptions(BaseModel):
     max_concurrency: int | None = Field(
         None, ge=1, le=MAX_CONCURRENCY, description="Cap on requests in flight (alone: a closed loop of that many)"
     )
-    requests: int | None = Field(None, ge=1, description=f"Measured requests (default {DEFAULT_REQUESTS})")
-    duration: float | None = Field(None, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Measured seconds")
-    warmup_requests: int = Field(0, ge=0, description="Requests before the measured ones (not measured)")
+    requests: int | None = Field(
+        None,
+        ge=1,
+        description=f"Measured requests (default {DEFAULT_REQUESTS})",
+        json_schema_extra=_also("--requests", "--num-prompts", "--num-requests"),
+    )
+    duration: float | None = Field(
+        None, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Measured time", json_schema_extra=SECONDS
+    )
+    warmup_requests: int = Field(
+        0,
+        ge=0,
+        description="Requests before the measured ones (not measured)",
+        json_schema_extra=_also("--warmup-requests", "--num-warmups"),
+    )
     warmup_s: float = Field(
-        0.0, ge=0, le=MAX_SECONDS, allow_inf_nan=False, description="Seconds of warm-up (not measured)"
+        0.0,
+        ge=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
+        description="Warm-up time (not measured)",
+        json_schema_extra=_also("--warmup-s"),
     )
     cooldown_s: float = Field(
         0.0,
         ge=0,
         le=MAX_SECONDS,
         allow_inf_nan=False,
-        description="Seconds the load stays on after the measured requests",
+        description="Time the load stays on after the measured requests",
+        json_schema_extra=_also("--cooldown-s"),
     )
     ramp_s: float | None = Field(
         None,
         ge=0,
         le=MAX_SECONDS,
         allow_inf_nan=False,
-        description="Closed loop: start the streams spread over this many seconds (default: --warmup-s; 0: at once)",
+        description="Closed loop: start the streams spread over this time (default: --warmup-s; 0: at once)",
+        json_schema_extra=_also("--ramp-s"),
     )
-    connect_timeout: float = Field(10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Seconds to connect")
+    connect_timeout: float = Field(
+        10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Time to connect", json_schema_extra=SECONDS
+    )
     first_token_timeout: float = Field(
-        600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Seconds to the first token"
+        600.0,
+        gt=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
+        description="Time to the first token",
+        json_schema_extra=SECONDS,
     )
     inter_token_timeout: float = Field(
-        120.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="Seconds between two tokens"
+        120.0,
+        gt=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
+        description="Time between two tokens",
+        json_schema_extra=SECONDS,
     )
-    goodput: str | None = Field(None, description="SLOs in ms, vLLM syntax: 'ttft:500 tpot:50 e2el:10000'")
-    percentiles: str = Field("50,90,95,99", description="Percentiles to report, e.g. 50,90,99.9")
+    goodput: str | None = Field(
+        None,
+        description="SLOs in ms, vLLM's syntax: ttft:500 tpot:50 e2el:10000 (one word or several)",
+        json_schema_extra={"nargs": "+"},
+    )
+    percentiles: str = Field(
+        "50,90,95,99",
+        description="Percentiles to report, e.g. 50,90,99.9",
+        json_schema_extra=_also("--percentiles", "--metric-percentiles"),
+    )
+    ignore_eos: bool = Field(False, description="vLLM: = --output-control ignore_eos", json_schema_extra=VLLM)
+    disable_shuffle: bool = Field(False, description="vLLM: keep a ShareGPT file's order", json_schema_extra=VLLM)
+    custom_output_len: int | None = Field(
+        None, ge=-1, description="vLLM: output tokens of a custom file (vLLM's 256; -1: the file's)"
+    )
+    random_prefix_len: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_TOKENS,
+        description="vLLM: a shared prefix of this many tokens on top of the input length",
+        json_schema_extra=TOKENS,
+    )
+    prefix_repetition_prefix_len: int | None = Field(
+        None, ge=0, le=MAX_TOKENS, description="vLLM: shared prefix tokens (256)", json_schema_extra=TOKENS
+    )
+    prefix_repetition_suffix_len: int | None = Field(
+        None, ge=0, le=MAX_TOKENS, description="vLLM: tokens after the prefix (256)", json_schema_extra=TOKENS
+    )
+    prefix_repetition_num_prefixes: int | None = Field(
+        None, ge=1, le=MAX_CONCURRENCY, description="vLLM: different prefixes (10)"
+    )
+    prefix_repetition_output_len: int | None = Field(
+        None, ge=1, le=MAX_TOKENS, description="vLLM: output tokens (128)", json_schema_extra=TOKENS
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -218,7 +299,7 @@ class LoadOptions(BaseModel):
                 values["concurrency"] = values.pop("max_concurrency")  # all at t=0 with N in flight = a closed loop
                 values.pop("rate", None)
         elif concurrency is None and rate is None:
-            timed = [f for f in ("duration", "warmup_s", "cooldown_s") if values.get(f) not in (None, 0, "0")]
+            timed = [f for f in ("duration", "warmup_s", "cooldown_s") if _nonzero(values.get(f))]
             if timed:
                 raise ServetuneError(
                     f"--{timed[0].replace('_', '-')} needs a load: give --concurrency or --rate",
@@ -286,25 +367,20 @@ class LoadOptions(BaseModel):
         except ValidationError as err:
             raise from_validation_error(err, name=_flag, fix=_described) from None
 
-    @classmethod
-    def from_argv(cls, argv: list[str], aliases: dict[str, str] | None = None) -> tuple[LoadOptions, list[str]]:
-        """The options found in `argv` (and the words left for others): servetune's flags, `vllm bench serve`'s
-        (`VLLM_FLAGS`) and `aliases`, other spellings of a field (`--num-requests` for `requests`)."""
-        parser = _Parser(prog="load options", add_help=False, allow_abbrev=False)
-        add_arguments(parser, aliases)
-        ns, rest = parser.parse_known_args(argv)
-        return cls.parse(**vars(ns)), rest
-
-    @classmethod
-    def help_lines(cls) -> list[str]:
-        """One line per option, for a command's help text: servetune's, then vLLM bench serve's names."""
-        lines = [f"  {_flag(name):<24} {info.description}" for name, info in cls.model_fields.items()]
-        lines += ["", "  vLLM bench serve's names (vLLM's meanings):"]
-        lines += [f"  {v.flag:<32} {v.help}" for v in VLLM_FLAGS]
-        return lines
+    def load(self) -> LoadOptions:
+        """The load options alone, of a command's args model that builds on them (what a run's files record):
+        copied as they stand, since that model ran these validators already (vLLM's flags are translated once)."""
+        if type(self) is LoadOptions:
+            return self
+        fields = set(LoadOptions.model_fields)
+        return LoadOptions.model_construct(
+            _fields_set=self.model_fields_set & fields, **{k: getattr(self, k) for k in fields}
+        )
 
     def classes(self) -> tuple[RequestClass, ...]:
         """The traffic classes of a synthetic workload (`--mix`, or the single class of the length options)."""
+        from servetune.load.workload import Dist, RequestClass
+
         if self.mix:
             return tuple(_mix(self.mix))
         spread = self.range_ratio * 3**-0.5
@@ -328,6 +404,8 @@ class LoadOptions(BaseModel):
         return (klass,)
 
     def workload(self) -> Workload:
+        from servetune.load.workload import FileSource, Workload
+
         if self.dataset is not None:
             fmt: Literal["auto", "jsonl", "sharegpt"] = "auto"
             if self.dataset_name == "sharegpt":
@@ -342,6 +420,8 @@ class LoadOptions(BaseModel):
         return workload.model_copy(update={"output_control": self.output_control})
 
     def shape(self) -> LoadShape:
+        from servetune.load.shape import LoadShape, Timeouts
+
         timeouts = Timeouts(
             connect_s=self.connect_timeout,
             first_token_s=self.first_token_timeout,
@@ -366,6 +446,8 @@ class LoadOptions(BaseModel):
         )
 
     def slos(self) -> Slos | None:
+        from servetune.metrics.slo import Slos
+
         return Slos.parse(self.goodput) if self.goodput else None
 
     def percentile_values(self) -> tuple[float, ...]:
@@ -502,29 +584,6 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
-def add_arguments(parser: argparse.ArgumentParser, aliases: dict[str, str] | None = None) -> None:
-    """Adds every load option to an argparse parser (values stay strings; the model checks them): servetune's
-    flags, vLLM's names (`VLLM_FLAGS`) and extra `aliases` (flag → field), each spelling once."""
-    spellings: dict[str, list[str]] = {name: [_flag(name)] for name in LoadOptions.model_fields}
-    for flag, field in {**{v.flag: v.dest for v in VLLM_FLAGS if v.dest in spellings}, **(aliases or {})}.items():
-        if flag not in spellings[field]:
-            spellings[field].append(flag)
-    for name, flags in spellings.items():
-        if name == "shuffle":
-            parser.add_argument(*flags, dest=name, action="store_true", default=argparse.SUPPRESS)
-        elif name == "goodput":
-            parser.add_argument(*flags, dest=name, nargs="+", default=argparse.SUPPRESS)
-        else:
-            parser.add_argument(*flags, dest=name, default=argparse.SUPPRESS)
-    for v in VLLM_FLAGS:
-        if v.dest in spellings:
-            continue
-        if v.store_true:
-            parser.add_argument(v.flag, dest=v.dest, action="store_true", default=argparse.SUPPRESS)
-        else:
-            parser.add_argument(v.flag, dest=v.dest, nargs=v.nargs, default=argparse.SUPPRESS)
-
-
 def _int(value: Any, flag: str) -> int:
     try:
         number = int(value)
@@ -533,6 +592,14 @@ def _int(value: Any, flag: str) -> int:
     if number < 0 and not (flag == "--custom-output-len" and number == -1):
         raise ServetuneError(f"{flag} {value!r} is negative", f"give {flag} a token count ≥ 0")
     return number
+
+
+def _nonzero(value: Any) -> bool:
+    """A time given and not zero (words the model refuses count as given: it says why)."""
+    try:
+        return value is not None and float(value) != 0
+    except (TypeError, ValueError):
+        return True
 
 
 def _is_inf(value: Any) -> bool:
@@ -572,6 +639,8 @@ def number_list(text: str, what: str) -> list[float]:
 
 def _mix(text: str) -> list[RequestClass]:
     """`short:0.65:256:128,medium:0.25:2048:256,long:0.10:16384:512` → request classes (name:weight:in:out)."""
+    from servetune.load.workload import RequestClass
+
     classes = []
     for item in text.split(","):
         parts = item.split(":")
@@ -597,10 +666,3 @@ def _described(flag: str) -> str | None:
     """The fix of a bad load option: what the option is (its help line)."""
     info = LoadOptions.model_fields.get(flag.removeprefix("--").replace("-", "_"))
     return info.description.lower() if info and info.description else None
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises a `ServetuneError` instead of exiting."""
-
-    def error(self, message: str) -> NoReturn:
-        raise ServetuneError(message, "see the command's --help")

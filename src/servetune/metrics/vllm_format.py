@@ -21,12 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from servetune.metrics.latency import PERCENTILE_METRICS
 from servetune.metrics.record import ErrorClass, RequestRecord
 from servetune.metrics.summary import Stat, Summary
 
-PERCENTILE_METRICS = ("ttft", "tpot", "itl", "e2el")
-"""The latency metrics vLLM reports percentiles of (`--percentile-metrics`); servetune writes all four unless
-asked for fewer (vLLM's own default leaves e2el out)."""
 DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors")
 """The per-request lists vLLM keeps only with `--save-detailed` (`latencies` and `queue_times` stay without it)."""
 

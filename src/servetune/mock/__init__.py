@@ -2,5 +2,5 @@
 on request.
 
 Entry points: `server.running(config.MockConfig(...))` inside a test's event loop (`server.MockServer`,
-`config.Fault`), `server.serve_forever` as a command.
+`config.Fault`), `server.serve_forever`; the command is `args.MockServerArgs` run by `server.run_mock_server`.
 """

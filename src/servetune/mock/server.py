@@ -26,12 +26,16 @@ import asyncio
 import json
 import socket
 import struct
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from servetune.errors import ServetuneError
+from servetune.mock.args import MockServerArgs
 from servetune.mock.config import Fault, MockConfig
+from servetune.process.interrupts import run_coroutine
 
 _TOKEN = " tok"
 _BAD_UTF8 = b" \xff\xfe"
@@ -542,3 +546,40 @@ async def running(config: MockConfig, host: str = "127.0.0.1") -> AsyncIterator[
         yield f"http://{host}:{port}"
     finally:
         await server.close()
+
+
+def run_mock_server(args: MockServerArgs) -> None:
+    """`servetune mock-server`: serves until Ctrl-C; says where once it listens."""
+    config = MockConfig(
+        model=args.model,
+        ttft_ms=args.ttft_ms,
+        itl_ms=args.itl_ms,
+        output_tokens=args.output_tokens,
+        reasoning_tokens=args.reasoning_tokens,
+        precise=args.precise,
+        api_key=args.api_key,
+        faults=tuple(Fault.parse(f) for f in args.fault),
+    )
+
+    def ready(bound: int) -> None:
+        print(
+            f"mock server ready on http://{args.host}:{bound} (model {args.model}, ttft {args.ttft_ms} ms, "
+            f"itl {args.itl_ms} ms)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    coro = serve_forever(config, args.host, args.port, ready, reuse_port=args.reuse_port)
+    try:
+        if args.uvloop:
+            import uvloop
+
+            run_coroutine(coro, uvloop.new_event_loop)
+        else:
+            run_coroutine(coro)
+    except KeyboardInterrupt:
+        pass
+    except OSError as err:
+        raise ServetuneError(
+            f"cannot listen on {args.host}:{args.port}: {err}", "pick a free port with --port"
+        ) from None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -31,10 +31,10 @@ from servetune.engines.commands import CONTAINER_PORT, EnvRef, Launch, Word, con
 from servetune.engines.config import SECRET_ENV, EngineConfig, secret_env
 from servetune.engines.models import resolve_model
 from servetune.engines.registry import adapter_for
-from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.hardware.gpus import parse_gpu_arg
 from servetune.operate import alerts, proxy
+from servetune.operate.deploy_args import MAX_COLD_START_S, MAX_GPUS, DeployArgs
 from servetune.operate.evidence import Evidence
 from servetune.operate.sizing import (
     PROBE_PERIOD_S,
@@ -47,7 +47,6 @@ from servetune.operate.sizing import (
 from servetune.operate.source import load_source
 from servetune.secrets import is_secret_flag, is_secret_name, secret_texts
 
-TARGETS = ("compose", "kubernetes", "systemd")
 ENGINES = ("vllm", "llamacpp", "sglang")
 """The engines deploy writes files for (each has an official server image)."""
 ENGINE_PORT = CONTAINER_PORT
@@ -58,33 +57,11 @@ SHM = "16g"
 """/dev/shm for vLLM's worker processes (tensor parallel shares tensors through it; Docker's 64 MiB is too small)."""
 IMAGES = {"prometheus": "prom/prometheus:v2.53.0", "grafana": "grafana/grafana:11.1.0", "nginx": "nginx:1.27"}
 DEFAULT_COLD_START = Sized(value=300, source="no cold start measured: servetune's default (measure one with tune)")
-MAX_GPUS = 64
-"""GPUs per replica (`--gpus`, or N of `--gpu NAMExN`): more than one host holds is a typo."""
-MAX_COLD_START_S = 86_400.0
-"""A cold start longer than a day is a typo (or 1e308): the startup budgets derived from it would be meaningless."""
 NAME = re.compile(r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?")
 """A deployment name: a DNS label (Kubernetes object names), also a safe unit and folder name."""
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 UNIT_WORD = re.compile(r"[A-Za-z0-9_@+=:,./-]+")
 """A systemd command-line word that needs no quoting."""
-
-
-def parse_targets(values: Iterable[str]) -> tuple[str, ...]:
-    """The targets of `--target` values: each a target, `all`, or a comma-separated list of them; a repeated
-    `--target` adds to the list (the order of TARGETS, each once). None given means all."""
-    chosen: set[str] = set()
-    given = [part.strip() for value in values for part in value.split(",")]
-    for name in given:
-        if name == "all":
-            chosen |= set(TARGETS)
-        elif name in TARGETS:
-            chosen.add(name)
-        else:
-            raise ServetuneError(
-                f"unknown --target {name!r}",
-                f"use {', '.join(TARGETS)} or all, one per --target or comma-separated (--target compose,systemd)",
-            )
-    return tuple(t for t in TARGETS if t in chosen) if given else TARGETS
 
 
 class DeployInputs(BaseModel):
@@ -195,9 +172,8 @@ class DeployInputs(BaseModel):
 
 
 def _deployable(cfg: EngineConfig, where: str) -> EngineConfig:
-    """The config with its flags under the engines' canonical names (so an alias such as llama.cpp's `-hft` is
-    known for the secret it is), refused when deploy cannot run its engine or its environment has a name no
-    file can carry."""
+    """The config, refused when deploy cannot run its engine or its environment has a name no file can carry (its
+    flags are canonical, as every config's: an alias such as llama.cpp's `-hft` is known for the secret it is)."""
     if cfg.engine not in ENGINES:
         raise ServetuneError(
             f"{where}: deploy writes files for {', '.join(ENGINES)}, not {cfg.engine}",
@@ -216,8 +192,7 @@ def _deployable(cfg: EngineConfig, where: str) -> EngineConfig:
             f"{where}: llama.cpp serves a GGUF file, and the model {cfg.model!r} is not one",
             "point model: at the .gguf file (or use `tiny`, servetune's tiny model)",
         )
-    flags = normalize_flags(cfg.engine, cfg.flags, version=cfg.version, allow_unknown=True)
-    return cfg.model_copy(update={"flags": flags})
+    return cfg
 
 
 def _gpus(gpu: str | None, gpus: int | None, evidence: Evidence) -> tuple[str | None, int]:
@@ -741,6 +716,20 @@ def systemd(inp: DeployInputs, dest: Path) -> list[File]:
         ),
         (dest / "grafana-dashboard.json", json.dumps(alerts.dashboard(ai), indent=1) + "\n"),
     ]
+
+
+def deploy(args: DeployArgs) -> list[Path]:
+    """`servetune deploy`: the files `args` ask for, sized from SOURCE's measurements; returns the files written."""
+    inputs = DeployInputs.from_path(
+        args.source,
+        name=args.name,
+        gpu=args.gpu,
+        gpus=args.gpus,
+        cold_start_s=args.cold_start_s,
+        cold_start_source=args.cold_start_source,
+        slos=args.slos(),
+    )
+    return write_deployment(inputs, args.dest(), args.target)
 
 
 def write_deployment(inp: DeployInputs, dest: Path, targets: tuple[str, ...]) -> list[Path]:

@@ -9,13 +9,12 @@ requests whose KV cache fits; the capacity before and after are the planner's fi
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.engines.config import EngineConfig, FlagValue
+from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
-from servetune.engines.vocab import normalize_flags
+from servetune.engines.flagtable import FlagValue
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GPUSpec
 from servetune.plan.api import Plan, plan_for
@@ -105,10 +104,8 @@ def gives_up(before: Capacity | None, after: Capacity | None) -> str:
 
 
 def _set_flag(cfg: EngineConfig, key: str, value: FlagValue) -> EngineConfig:
-    """The config with one vLLM flag set, whatever spelling (alias, underscores) the user wrote it in."""
-    flags: dict[str, Any] = normalize_flags(cfg.engine, cfg.flags, version=cfg.version, allow_unknown=True)
-    flags[key] = value
-    return cfg.model_copy(update={"flags": flags})
+    """The config with one vLLM flag set (a config holds canonical names, whatever spelling the user wrote)."""
+    return cfg.with_flags(**{key: value})
 
 
 def plan_fallback(

@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict
 
 from servetune.engines.commands import launch_commands
 from servetune.engines.config import EngineConfig
-from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.hardware.catalog import GiB, GPUSpec
 from servetune.hardware.gpus import GpuChoice
@@ -121,8 +120,8 @@ def plan_for(
     """Plans `cfg` (vLLM flags by vLLM's names) on `num_gpus` GPUs of type `gpu`."""
     if cfg.engine not in ("vllm", "sim"):
         raise ServetuneError(f"the planner models vLLM, not {cfg.engine}", "plan a vLLM EngineConfig (engine='vllm')")
-    given = {k: v for k, v in normalize_flags("vllm", cfg.flags, allow_unknown=True).items() if v is not None}
-    inputs = inputs_from_flags(given, version=vllm_version or cfg.version)
+    given = {k: v for k, v in cfg.flags.items() if v is not None}
+    inputs = inputs_from_flags(given)
     if "tensor-parallel-size" not in given:
         placed = place(GpuChoice(gpu, num_gpus, counted=True), given)
         inputs = inputs.model_copy(update={"tensor_parallel_size": placed.tensor_parallel_size})

@@ -156,7 +156,8 @@ def compare_with_log(
         raise ServetuneError(
             "the log has no 'Available KV cache memory' line", "pass the log of a vLLM start that got that far"
         )
-    cfg = cfg.model_copy(update={"flags": {**ledger_flags(facts), **cfg.flags}})  # flags given here win
+    from_log = cfg.model_copy(update={"flags": {}}).with_flags(**ledger_flags(facts))
+    cfg = cfg.model_copy(update={"flags": {**from_log.flags, **cfg.flags}})  # flags given here win
     version = version or facts.version
     exact = plan_for(cfg, gpu, count, vllm_version=version, available_kv_bytes=facts.available_kv_bytes)
     modelled = plan_for(cfg, gpu, count, vllm_version=version, with_fixes=False)

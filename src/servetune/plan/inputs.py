@@ -1,18 +1,19 @@
 """vLLM flags (EngineConfig.flags) as typed planner inputs.
 
-The engine vocabulary (`servetune.engines.vocab`) reads every spelling and value the way vLLM's own parser does
+The engine vocabulary (`servetune.engines.vocab`) has read every spelling and value the way vLLM's own parser does
 (`128k` = 128,000 and `128K` = 131,072, `-1`/`auto` for an auto-fitted max_model_len, JSON for
-`speculative-config`); this module picks the flags the ledger needs and checks the ranges vLLM enforces.
+`speculative-config`) by the time flags reach here (an `EngineConfig` holds them so); this module picks the flags
+the ledger needs and checks the ranges vLLM enforces.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 
 FP8_KV = ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
@@ -108,11 +109,11 @@ def _positive(out: dict[str, Any], field: str, flag: str) -> None:
         raise ServetuneError(f"--{flag} must be at least 1, got {value}", f"give --{flag} a positive whole number")
 
 
-def inputs_from_flags(flags: dict[str, Any], *, version: str | None = None) -> PlanInputs:
-    """PlanInputs from vLLM flags, read by the engine vocabulary (canonical names, vLLM's value rules) and checked
-    against the ranges vLLM enforces; flags the planner does not model are ignored here (they pass through to
-    the command line)."""
-    f = {k: v for k, v in normalize_flags("vllm", flags, version=version, allow_unknown=True).items() if v is not None}
+def inputs_from_flags(flags: Mapping[str, Any]) -> PlanInputs:
+    """PlanInputs from vLLM flags as an `EngineConfig` holds them (canonical names, typed values), checked against
+    the ranges vLLM enforces; flags the planner does not model are ignored here (they pass through to the command
+    line)."""
+    f = {k: v for k, v in flags.items() if v is not None}
     out: dict[str, Any] = {}
     names = {
         "tensor-parallel-size": "tensor_parallel_size",

@@ -78,12 +78,12 @@ def _settings(args: BenchArgs, result: LoadResult, model: str, date: str) -> dic
     model_id = args.model_id or model
     return {
         "date": date,
-        "backend": args.backend,
+        "backend": args.backend_name,
         "label": args.label,
         "model_id": model_id,
         "tokenizer_id": args.tokenizer or model_id,
         "num_prompts": shape.requests or measured,
-        **redact(args.metadata),
+        **redact(args.metadata_items),
         "request_rate": rate,
         "burstiness": shape.burstiness,
         "max_concurrency": cap,
@@ -102,7 +102,12 @@ def _vllm_path(args: BenchArgs, result: LoadResult, model_id: str, date: str, sw
         return folder / name
     rate = float("inf") if shape.kind == "concurrency" else float(shape.rate or float("inf"))
     cap = shape.concurrency if shape.kind == "concurrency" else shape.max_concurrency
-    return folder / result_filename(args.label or args.backend, rate, cap, model_id, date)
+    return folder / result_filename(args.label or args.backend_name, rate, cap, model_id, date)
+
+
+def write_bench_files(args: BenchArgs, options: LoadOptions, model: str, results: list[LoadResult]) -> dict[str, Path]:
+    """A finished bench run's files besides its own: `load.bench.Files`, what `servetune bench` hands its run."""
+    return write_bench_outputs(args, options, bench_runs(args, options, model, results), results)
 
 
 def write_bench_outputs(

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from servetune.engines.config import EngineConfig, FlagValue
-from servetune.engines.vocab import normalize_flags
+from servetune.engines.config import EngineConfig
+from servetune.engines.flagtable import FlagValue
 from servetune.errors import ServetuneError
 from servetune.sim.flags import SimServeArgs, sim_args
 from servetune.sim.profile import CalibrationProfile
@@ -154,7 +154,7 @@ def deployment_for_config(
     from servetune.engines.models import resolve_model
 
     cfg = resolve_model(cfg)  # `tiny`: the built tiny model's files
-    flags = dict(normalize_flags("sim", cfg.flags, version=cfg.version, allow_unknown=True))
+    flags: dict[str, FlagValue] = dict(cfg.flags)
     if gpu:
         flags["gpu"] = gpu
     if cfg.served_model_name:

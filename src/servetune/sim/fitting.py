@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from servetune.errors import ServetuneError
+from servetune.sim.args import CalibrateArgs
 from servetune.sim.calibration import MeasuredRun, fit_coefficients
 from servetune.sim.deployment import SimDeployment, build_deployment
 from servetune.sim.flags import parse_sim_args
@@ -83,6 +84,22 @@ def calibrate_dirs(
         fitted_on=[r.name for r in runs if r.scored],
         fit_errors=errors,
     )
+
+
+def run_calibrate(args: CalibrateArgs) -> None:
+    """`servetune calibrate`: fits, saves the profile, and prints how far the fit misses each figure."""
+    profile = calibrate_dirs(
+        list(args.results),
+        model=args.model,
+        gpu=args.gpu,
+        vllm_version=args.vllm_version,
+        points=list(args.points) or None,
+        iters=args.iters,
+    )
+    profile.save(args.out)
+    print(f"calibration profile written to {args.out}")
+    for name, errs in profile.fit_errors.items():
+        print(f"  {name}: " + ", ".join(f"{k} {v:+.1%}" for k, v in errs.items()))
 
 
 def check_profile(coef: StepCoefficients, errors: dict[str, dict[str, float]], stated: str) -> None:

@@ -46,7 +46,9 @@ class SimServeArgs(BaseModel):
     long_prefill_token_threshold: int = Field(0, ge=0)
     num_speculative_tokens: int = Field(0, ge=0)
     speculative_method: str | None = None
-    acceptance_rate: float = Field(0.8, ge=0, le=1, allow_inf_nan=False)
+    acceptance_rate: float = Field(
+        0.8, ge=0, le=1, allow_inf_nan=False, description="Share of draft tokens accepted (speculative decoding)."
+    )
     language_model_only: bool = False
     quantization: str | None = None
     dtype: str | None = None
@@ -56,9 +58,9 @@ class SimServeArgs(BaseModel):
     )
     gpu: str = Field("H200", description="The GPU as `--gpu` names it (hardware.gpus.parse_gpu_arg's syntax).")
     time_scale: float = Field(1.0, gt=0, allow_inf_nan=False, description="Simulated seconds per wall second.")
-    calibration: str | None = None
+    calibration: str | None = Field(None, description="A calibration profile (JSON) from `servetune calibrate`.")
     vllm_version: str | None = Field(None, description="vLLM release whose ledger and defaults to follow.")
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, description="Seed of the simulated sampling (estimate: the workload's, as in bench).")
     ignored: list[str] = Field(default_factory=list)
 
     @field_validator("max_model_len")
@@ -118,10 +120,10 @@ def parse_sim_args(argv: list[str], *, allow_unknown: bool = False) -> SimServeA
     return sim_args(parse_argv("sim", words, allow_unknown=allow_unknown or opted_in), model=model_pos)
 
 
-def sim_target(argv: list[str]) -> Target:
+def sim_target(argv: list[str], *, allow_unknown: bool = False) -> Target:
     """What `sim-serve` / `estimate` read from their words, as `--show-config` prints it (plan's format)."""
     words, opted_in, model_pos = _words(argv)
-    return resolve_target(engine="sim", model=model_pos, argv=words, allow_unknown=opted_in)
+    return resolve_target(engine="sim", model=model_pos, argv=words, allow_unknown=allow_unknown or opted_in)
 
 
 def _words(argv: list[str]) -> tuple[list[str], bool, str | None]:

@@ -4,13 +4,16 @@ The engine loop runs in real time (or `--time-scale` times faster): it plans a s
 simulated duration, then streams the tokens the step produced. Requests that arrive during a step wait
 for the next one, as in vLLM. Endpoints: `/health`, `/v1/models`, `/metrics`, `/tokenize`, `/version`,
 `/reset_prefix_cache`, `/v1/completions` and `/v1/chat/completions` (streaming or not, with `usage`,
-`stream_options.include_usage` and `continuous_usage_stats`).
+`stream_options.include_usage` and `continuous_usage_stats`). `run_sim_serve` is the command (`sim/args.py`
+`SimServeCommand`): vLLM's startup lines, then the server until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -20,8 +23,11 @@ from typing import Any
 from aiohttp import web
 
 from servetune.errors import ServetuneError
-from servetune.sim.deployment import SimDeployment
+from servetune.process.interrupts import run_coroutine
+from servetune.sim.args import SimServeCommand
+from servetune.sim.deployment import SimDeployment, build_deployment
 from servetune.sim.engine import SimEngine
+from servetune.sim.flags import parse_sim_args
 from servetune.sim.kvcache import block_hashes
 from servetune.sim.metrics import ServerStats, render
 from servetune.sim.scheduler import SimRequest
@@ -333,3 +339,25 @@ async def serve(deployment: SimDeployment, log: Callable[..., None]) -> None:
     finally:
         engine_task.cancel()
         await runner.cleanup()
+
+
+def _vllm_log(message: str, uvicorn: bool = False) -> None:
+    """Prints a line the way vLLM's logger (or uvicorn's) does, so log parsers read it unchanged."""
+    if uvicorn:
+        print(f"INFO:     {message}", flush=True)
+    else:
+        print(f"INFO {time.strftime('%m-%d %H:%M:%S')} [sim_serve.py:1] {message}", flush=True)
+
+
+def run_sim_serve(args: SimServeCommand) -> None:
+    """`servetune sim-serve`: vLLM's startup lines, then the simulated server until Ctrl-C."""
+    sim = parse_sim_args(list(args.engine_flags), allow_unknown=args.pass_unknown_flags)
+    dep = build_deployment(sim)
+    _vllm_log(
+        f"servetune sim-serve (pid {os.getpid()}): simulating vLLM on {sim.tensor_parallel_size}x{sim.gpu}"
+        f", time scale {sim.time_scale}"
+    )
+    for line in dep.startup_lines():
+        _vllm_log(line)
+    with contextlib.suppress(KeyboardInterrupt):
+        run_coroutine(serve(dep, _vllm_log))

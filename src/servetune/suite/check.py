@@ -1,12 +1,20 @@
 """`check_server`: the acceptance probe on a running server — what `servetune check` prints and what a supervisor
-calls readiness. One function, so the CLI, the operate room and the tests run the very same check."""
+calls readiness. One function, so the CLI, the operate room and the tests run the very same check; `run_check`
+is the command (`suite/check_args.py` `CheckArgs`): the server at `--url`, or an engine it launches first."""
 
 from __future__ import annotations
 
 import asyncio
 
-from servetune.control.client import ControlTimeouts
+from rich.console import Console
+from rich.table import Table
+
+from servetune.control.client import ControlTimeouts, normalize_base_url
+from servetune.engines.foreground import start
+from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec, LiveBackend
+from servetune.process.interrupts import run_coroutine
+from servetune.suite.check_args import CheckArgs
 from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
@@ -73,3 +81,43 @@ async def _stopped(task: asyncio.Future[ProbeResult]) -> None:
 
 def passed(result: ProbeResult) -> bool:
     return result.figures.get("passed") == 1.0
+
+
+def run_check(args: CheckArgs) -> int:
+    """`servetune check`: the exit code is 1 when a step failed."""
+    if args.url:
+        if not args.model:
+            raise ServetuneError("--url needs --model (the served model name)", "add --model NAME")
+        result, base_url, name = _accept(args, args.url, args.model, args.api_key), args.url, args.model
+    else:
+        with start(args) as running:
+            result = _accept(args, running.base_url, running.model_name, None)
+            base_url, name = running.base_url, running.model_name
+    if args.as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        _print(result, normalize_base_url(base_url), name)
+    return 0 if passed(result) else 1
+
+
+def _accept(args: CheckArgs, base_url: str, model: str, api_key: str | None) -> ProbeResult:
+    timeout = args.timeout_s
+    return run_coroutine(
+        check_server(
+            base_url, model, long_context_tokens=args.long_context, api_key=api_key, timeout_s=timeout, total_s=timeout
+        )
+    )
+
+
+def _print(result: ProbeResult, base_url: str, model: str) -> None:
+    table = Table(title=f"servetune check: {model} at {base_url}")
+    for col in ("step", "result", "detail"):
+        table.add_column(col)
+    for note in result.notes:
+        verdict, _, rest = note.partition(" ")
+        step, _, detail = rest.partition(": ")
+        colour = {"PASS": "green", "FAIL": "red"}.get(verdict, "yellow")
+        table.add_row(step, f"[{colour}]{verdict}[/]", detail)
+    console = Console()
+    console.print(table)
+    console.print("[bold green]PASS[/]" if passed(result) else "[bold red]FAIL[/]")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from servetune.tune.schema.experiment import Experiment, Stage
 from servetune.tune.schema.variants import Variant, base_config
 from servetune.tune.search.estimates import ESTIMATE_PROBE, Predictor, predictor
 from servetune.tune.search.plan import BatchPlan, plan_batch
-from servetune.tune.search.sources import Feasible, FixedSource, VariantSource, source_for
+from servetune.tune.search.sources import Feasible, FixedSource, VariantSource, Verdict, source_for
 
 
 @dataclass
@@ -71,14 +70,15 @@ def fingerprint(exp: Experiment) -> str:
 def default_feasibility(exp: Experiment) -> Feasible:
     """Why a variant cannot start, before it launches (empty: it can): the engine launcher's own model check
     where launches run on this host (a Ray node has its own disk), then, for vLLM configs on a named GPU, the
-    planner's verdict. A config the planner cannot read (a Hub id, no local config.json) is not judged by it."""
+    planner's verdict, with the config as the planner serves it (what `plan` and the recommendation print). A
+    config the planner cannot read (a Hub id, no local config.json) is not judged by it."""
     hardware = exp.hardware.resolved()
     local = exp.executor.kind not in ("ray", "replay")  # a Ray node checks its own disk; a replay launches nothing
 
-    def check(config: EngineConfig) -> list[str]:
-        missing = _missing_model(config) if local else []
+    def check(config: EngineConfig) -> Verdict:
+        missing = tuple(_missing_model(config)) if local else ()
         if missing or hardware is None or config.engine not in {"vllm", "sim"}:
-            return missing
+            return Verdict(missing)
         from servetune.errors import ServetuneError
         from servetune.plan.api import plan_for
         from servetune.plan.placement import place
@@ -87,10 +87,12 @@ def default_feasibility(exp: Experiment) -> Feasible:
         try:
             plan = plan_for(config, placed.gpu, placed.gpus, vllm_version=config.version)
         except ServetuneError:
-            return []
+            return Verdict()
         if plan.feasible:
-            return []
-        return [*plan.reasons, *(f"fix: {fix}" for fix in plan.fixes[:3])] or ["the planner says it does not fit"]
+            served = {"flags": plan.serve_flags, "version": config.version or plan.vllm_version}
+            return Verdict(served=config.model_copy(update=served))
+        reasons = [*plan.reasons, *(f"fix: {fix}" for fix in plan.fixes[:3])] or ["the planner says it does not fit"]
+        return Verdict(tuple(reasons))
 
     return check
 
@@ -131,7 +133,7 @@ def run_experiment(
     resume: bool = False,
     emit: Emit = print,
     launcher: Launcher | None = None,
-    feasibility: Feasible | Callable[[EngineConfig], list[str]] | None = None,
+    feasibility: Feasible | None = None,
     executor: Executor | None = None,
     reorder: bool = True,
     retry_failed: bool = False,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from servetune.engines.vocab import normalize_flags
+from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 
 FIGURE_COLUMNS = {
@@ -169,17 +169,14 @@ class ReplayTable:
         """The measured variant whose factor values the config's flags hold (None: the table has no such cell)."""
         names = self.factor_flags(engine)
         for variant in self.variants.values():
-            own = normalize_flags(engine, variant.factors, allow_unknown=True)
+            own = _canonical(engine, variant.factors)
             if all(_same(flags.get(canon), own.get(canon)) for canon in names):
                 return variant
         return None
 
     def factor_flags(self, engine: str) -> list[str]:
         """The table's factors by the engine vocabulary's canonical flag names."""
-        return [
-            next(iter(normalize_flags(engine, {name: values[0]}, allow_unknown=True)))
-            for name, values in self.factors.items()
-        ]
+        return [next(iter(_canonical(engine, {name: values[0]}))) for name, values in self.factors.items()]
 
     def probe_for(self, params: dict[str, Any]) -> str | None:
         """The table probe that measured the load `fixed_load` parameters describe (None: none did)."""
@@ -194,6 +191,12 @@ class ReplayTable:
             f"{name}: {json.dumps(fixed_load_params(p, self.goodput.get(name)), sort_keys=True)}"
             for name, p in self.probes.items()
         )
+
+
+def _canonical(engine: str, factors: dict[str, Any]) -> dict[str, Any]:
+    """A cell's flags as a config of `engine` holds them (canonical names, typed values), so they compare with a
+    variant's: the table's cells are engine configs, read by the one owner of a config's flags."""
+    return dict(EngineConfig.model_validate({"engine": engine, "model": "table", "flags": factors}).flags)
 
 
 def fixed_load_params(probe: dict[str, Any], goodput: dict[str, float] | None) -> dict[str, Any]:

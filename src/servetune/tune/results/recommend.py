@@ -2,8 +2,9 @@
 and what the user must still do (the command builder's notes).
 
 `plan` and `tune` print the same `vllm serve` / `docker run` lines for one config: both serve what the planner
-plans for it on its GPUs (the flags it resolves, such as the attention backend vLLM needs there) and both write
-them with the one call `servetune.engines.commands.launch_commands`, with the GPU count of the placement."""
+plans for it on its GPUs (the flags it resolves, such as the attention backend vLLM needs there; for a variant,
+planned once, with the planner's verdict before its launch: `Variant.served`) and both write them with the one call
+`servetune.engines.commands.launch_commands`, with the GPU count of the placement."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from pydantic import BaseModel, ConfigDict
 from servetune.engines.commands import launch_commands
 from servetune.engines.config import EngineConfig
 from servetune.engines.models import resolve_model
-from servetune.errors import ServetuneError
 from servetune.humanize import interval
 from servetune.tune.results.rank import Ranking
 from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.variants import Variant
 
 
 class Recommendation(BaseModel):
@@ -39,7 +40,7 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
     winner = ranking.winner
     if winner is None:
         return None
-    config, gpus, planned = _served(exp, resolve_model(winner.record.variant.config))
+    config, gpus, planned = _served(exp, winner.record.variant)
     deploy = exp.deploy
     serve, docker = launch_commands(
         config,
@@ -70,21 +71,13 @@ def recommend(exp: Experiment, ranking: Ranking) -> Recommendation | None:
     )
 
 
-def _served(exp: Experiment, config: EngineConfig) -> tuple[EngineConfig, int, list[str]]:
-    """The config as `plan` serves it on the experiment's GPUs (its `serve_flags`), their count (0 on CPU), and
-    a note when the planner cannot read the model (then the flags stay as measured)."""
+def _served(exp: Experiment, variant: Variant) -> tuple[EngineConfig, int, list[str]]:
+    """The config as `plan` serves it on the experiment's GPUs (the planner's serve flags, decided with its verdict
+    before the launch), their count (0 on CPU), and a note where the planner did not plan it (then the flags stay
+    as measured)."""
+    config = variant.served or variant.config
     placed = exp.hardware.placement(config.flags)
-    if placed is None or config.engine not in ("vllm", "sim"):
-        return config, placed.gpus if placed else 0, []
-    from servetune.plan.api import plan_for
-
-    try:
-        planned = plan_for(config, placed.gpu, placed.gpus, vllm_version=config.version, with_fixes=False)
-    except ServetuneError as err:
-        return (
-            config,
-            placed.gpus,
-            [f"the flags are the measured ones: the planner could not plan them ({err.problem})"],
-        )
-    update = {"flags": planned.serve_flags, "version": config.version or planned.vllm_version}
-    return config.model_copy(update=update), placed.gpus, []
+    gpus = placed.gpus if placed else 0
+    if variant.served is None and placed is not None and config.engine in ("vllm", "sim"):
+        return resolve_model(config), gpus, ["the flags are the measured ones: the planner did not plan this config"]
+    return resolve_model(config), gpus, []

@@ -1,37 +1,47 @@
 """Checks an experiment past its structure: flags the engine knows with values of the right kind, SLOs that
-can be met and measured, an objective the suite produces.  Pure: returns issues, raises nothing."""
+can be met and measured, an objective the suite produces.  Pure: returns issues, raises nothing.
+
+This is where an experiment's flags enter: each is read here, once, by the engine vocabulary, and the experiment
+comes back holding canonical names and typed values (`max_model_len: 32k` → `max-model-len: 32000`, as vLLM reads
+it; `no-enable-prefix-caching: true` → `enable-prefix-caching: false`) in its base, its changes, its grid and its
+search space, so variants, the planner and the command lines take the flags as they are."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from servetune.engines.commands import parse_command
+from servetune.engines.flagtable import FlagValue
 from servetune.engines.vocab import normalize_flags
 from servetune.errors import ServetuneError
 from servetune.load.backend import ClientSpec
 from servetune.metrics.slo import is_latency_slo, slo_problem
 from servetune.plan.inputs import inputs_from_flags
 from servetune.suite.registry import all_probes, get_probe, named_objectives
-from servetune.tune.schema.experiment import Experiment
+from servetune.tune.schema.experiment import Dim, Experiment, Grid, Matrix, Search, Stage, Variants
 from servetune.tune.schema.footprint import footprint_issues
 from servetune.tune.schema.issues import Issue, KeyPath
 from servetune.tune.schema.variants import CLIENT_PREFIX
 
 
-def check_experiment(exp: Experiment) -> list[Issue]:
-    """Every problem found, each with its key path and fix (empty = valid)."""
-    issues = [
+def check_experiment(exp: Experiment) -> tuple[Experiment, list[Issue]]:
+    """The experiment with its flags read (canonical names, typed values: what every later step takes), and every
+    problem found, each with its key path and fix (none = valid)."""
+    exp, issues = read_flags(exp)
+    issues += [
         *_objective_issues(exp),
         *_slo_issues(exp),
-        *_flag_issues(exp),
         *_client_issues(exp),
+        *_client_dim_issues(exp),
         *_hardware_issues(exp),
         *_name_issues(exp),
         *_estimate_issues(exp),
         *footprint_issues(exp),
     ]
-    return issues or list(_roofline_issues(exp))
+    return exp, issues or list(_roofline_issues(exp))
 
 
 def _name_issues(exp: Experiment) -> Iterator[Issue]:
@@ -152,64 +162,127 @@ def _slo_issues(exp: Experiment) -> Iterator[Issue]:
             yield Issue(path, "memory headroom is not measured", "add `memory_headroom:` under suite.probes")
 
 
-def _flag_issues(exp: Experiment) -> Iterator[Issue]:
-    """Every flag of the base and of every variant, read by the engine vocabulary: unknown names (unless
-    allow_unknown_flags), wrong kinds and values vLLM refuses — known flags are checked either way."""
-    base_engine = exp.engine.engine
-    unknown = exp.allow_unknown_flags
-    version = exp.engine.version
+def read_flags(exp: Experiment) -> tuple[Experiment, list[Issue]]:
+    """Every flag of the base and of every variant read by the engine vocabulary: unknown names (unless
+    allow_unknown_flags), wrong kinds and values vLLM refuses are issues at their keys — known flags are checked
+    either way — and the experiment comes back with canonical names and typed values (as written where a flag
+    could not be read: such an experiment is refused)."""
+    reader = _FlagReader(exp.engine.engine, exp.engine.version, exp.allow_unknown_flags)
     if exp.engine.command is not None:
         try:
-            parse_command(exp.engine.command, version=version, allow_unknown=unknown)
+            parse_command(exp.engine.command, version=reader.version, allow_unknown=reader.allow_unknown)
         except ServetuneError as err:
-            yield Issue(("engine", "command"), err.problem, err.fix or "check the command")
-    yield from _check_flags(base_engine, exp.engine.flags, ("engine", "flags"), version, unknown)
-    for s_index, stage in enumerate(exp.variants.as_stages()):
-        prefix: KeyPath = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
+            reader.issues.append(Issue(("engine", "command"), err.problem, err.fix or "check the command"))
+    engine = exp.engine.model_copy(
+        update={"flags": reader.mapping(reader.engine, exp.engine.flags, ("engine", "flags"))}
+    )
+    variants = exp.variants
+    if variants.stages is not None:
+        stages = [reader.stage(stage, ("variants", "stages", i)) for i, stage in enumerate(variants.stages)]
+        variants = variants.model_copy(update={"stages": stages})
+    else:
+        variants = reader.stage(variants, ("variants",))
+    return exp.model_copy(update={"engine": engine, "variants": variants}), reader.issues
+
+
+@dataclass
+class _FlagReader:
+    """Reads flags with the engine vocabulary, each at its key path, collecting what cannot be read as issues."""
+
+    engine: str
+    version: str | None
+    allow_unknown: bool
+    issues: list[Issue] = field(default_factory=list)
+
+    def stage(self, stage: Stage | Variants, prefix: KeyPath) -> Any:
+        """A stage (or the variants' single generator) with its matrix, grid or search space read."""
+        update: dict[str, Any] = {}
         if stage.matrix:
-            for name, change in stage.matrix.changes.items():
-                engine = change.engine or base_engine
-                shorthand = not change.model_fields_set & {"env", "client", "note", "engine", "model"}
-                path = (*prefix, "matrix", "changes", name)
-                yield from _check_flags(engine, change.flags, path if shorthand else (*path, "flags"), version, unknown)
+            update["matrix"] = self.matrix(stage.matrix, (*prefix, "matrix", "changes"))
         if stage.grid:
-            for flag, values in stage.grid.flags.items():
-                if flag.startswith(CLIENT_PREFIX):
-                    yield from _check_client_dim(exp, flag, values, (*prefix, "grid", flag))
-                    continue
-                for i, value in enumerate(values):
-                    where = (*prefix, "grid", flag, i)
-                    yield from _check_flags(base_engine, {flag: value}, where, version, unknown, at_value=True)
+            update["grid"] = self.grid(stage.grid, (*prefix, "grid"))
         if stage.search:
-            for flag, dim in stage.search.space.items():
-                sample = dim.choice or [(dim.int_range or dim.float_range or (None,))[0]]
-                for value in sample:
-                    where = (*prefix, "search", "space", flag)
-                    yield from _check_flags(base_engine, {flag: value}, where, version, unknown, at_value=True)
+            update["search"] = self.search(stage.search, (*prefix, "search", "space"))
+        return stage.model_copy(update=update)
 
+    def matrix(self, matrix: Matrix, prefix: KeyPath) -> Matrix:
+        changes = {}
+        for name, change in matrix.changes.items():
+            shorthand = not change.model_fields_set & {"env", "client", "note", "engine", "model"}
+            path = (*prefix, name) if shorthand else (*prefix, name, "flags")
+            flags = self.mapping(change.engine or self.engine, change.flags, path)
+            changes[name] = change.model_copy(update={"flags": flags})
+        return matrix.model_copy(update={"changes": changes})
 
-def _check_flags(
-    engine: str,
-    flags: Mapping[str, object],
-    path: KeyPath,
-    version: str | None,
-    allow_unknown: bool,
-    *,
-    at_value: bool = False,
-) -> Iterator[Issue]:
-    for name, value in flags.items():
-        where = path if at_value else (*path, name)
+    def grid(self, grid: Grid, prefix: KeyPath) -> Grid:
+        dims: dict[str, list[FlagValue]] = {}
+        for flag, values in grid.flags.items():
+            if flag.startswith(CLIENT_PREFIX):
+                dims[flag] = values
+                continue
+            read = [self.value(flag, v, (*prefix, flag, i)) for i, v in enumerate(values)]
+            name = next((r[0] for r in read if r is not None), flag)
+            dims[name] = [r[1] if r is not None else v for r, v in zip(read, values, strict=True)]
+        return grid.model_copy(update={"flags": dims})
+
+    def search(self, search: Search, prefix: KeyPath) -> Search:
+        space: dict[str, Dim] = {}
+        for flag, dim in search.space.items():
+            if flag.startswith(CLIENT_PREFIX):
+                space[flag] = dim
+                continue
+            where = (*prefix, flag)
+            if dim.choice is not None:
+                read = [self.value(flag, v, where) for v in dim.choice]
+                name = next((r[0] for r in read if r is not None), flag)
+                choice = [r[1] if r is not None else v for r, v in zip(read, dim.choice, strict=True)]
+                space[name] = dim.model_copy(update={"choice": choice})
+            else:
+                first = self.value(flag, (dim.int_range or dim.float_range or (None,))[0], where)
+                space[first[0] if first else flag] = dim
+        return search.model_copy(update={"space": space})
+
+    def mapping(self, engine: str, flags: Mapping[str, FlagValue], path: KeyPath) -> dict[str, FlagValue]:
+        """A mapping of flags read whole (dotted JSON keys merge, a flag given twice is an issue), after each was
+        checked at its own key."""
+        each = [self.checked(engine, {name: value}, (*path, name)) for name, value in flags.items()]  # every issue
+        if any(read is None for read in each):
+            return dict(flags)
         try:
-            normalized = normalize_flags(engine, {name: value}, version=version, allow_unknown=allow_unknown)
-            given = {k: v for k, v in normalized.items() if v is not None}
+            return normalize_flags(engine, flags, version=self.version, allow_unknown=self.allow_unknown)
+        except ServetuneError as err:
+            self.issues.append(Issue(path, err.problem, err.fix or "see the engine's --help"))
+            return dict(flags)
+
+    def value(self, flag: str, value: FlagValue, where: KeyPath) -> tuple[str, FlagValue] | None:
+        """One value of a grid or search dimension as (canonical name, typed value); None when it is an issue."""
+        read = self.checked(self.engine, {flag: value}, where)
+        return next(iter(read.items())) if read else None
+
+    def checked(self, engine: str, flags: Mapping[str, FlagValue], where: KeyPath) -> dict[str, FlagValue] | None:
+        """One flag read and held to the ranges the engine (and the simulator) enforce; None when it is an issue."""
+        try:
+            read = normalize_flags(engine, flags, version=self.version, allow_unknown=self.allow_unknown)
+            given = {k: v for k, v in read.items() if v is not None}
             if engine in ("vllm", "sim"):
-                inputs_from_flags(given, version=version)
+                inputs_from_flags(given)
             if engine == "sim":  # the simulator's own ranges (time-scale > 0, acceptance-rate in 0..1, ...)
                 from servetune.sim.flags import sim_args
 
                 sim_args(given, model="(checked)")
         except ServetuneError as err:
-            yield Issue(where, err.problem, err.fix or "see the engine's --help")
+            self.issues.append(Issue(where, err.problem, err.fix or "see the engine's --help"))
+            return None
+        return read
+
+
+def _client_dim_issues(exp: Experiment) -> Iterator[Issue]:
+    """Grid dimensions named `client.<field>` vary a client setting: the field must exist, a preset be defined."""
+    for s_index, stage in enumerate(exp.variants.as_stages()):
+        prefix: KeyPath = ("variants", "stages", s_index) if exp.variants.stages else ("variants",)
+        for flag, values in (stage.grid.flags if stage.grid else {}).items():
+            if flag.startswith(CLIENT_PREFIX):
+                yield from _check_client_dim(exp, flag, values, (*prefix, "grid", flag))
 
 
 def _check_client_dim(exp: Experiment, name: str, values: Sequence[object], path: KeyPath) -> Iterator[Issue]:

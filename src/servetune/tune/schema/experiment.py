@@ -13,13 +13,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from servetune.engines.config import EngineName, FlagValue
+from servetune.engines.config import EngineName
+from servetune.engines.flagtable import FlagValue
 from servetune.errors import ServetuneError
 from servetune.hardware.gpus import GpuChoice, parse_gpu_arg
 from servetune.load.backend import ClientSpec
 from servetune.plan.placement import Placement, place
 from servetune.suite.params import Probes
 from servetune.suite.registry import figure_spec, named_objectives
+from servetune.tune.schema.args import ExecutorKind
 
 
 class _Strict(BaseModel):
@@ -100,8 +102,6 @@ class HardwareSpec(_Strict):
         placed = self.placement(flags)
         return placed.world_size if placed else 1
 
-
-ExecutorKind = Literal["local", "local-gpus", "ray", "replay"]
 
 # A CUDA_VISIBLE_DEVICES entry: an index, or a GPU's or MIG instance's UUID. CUDA stops reading the list at the
 # first entry it does not understand, so any other text would hide GPUs from a slot without a word.

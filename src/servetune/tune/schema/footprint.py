@@ -72,7 +72,8 @@ def _sizing_key(params: BaseModel, load: ProbeLoad) -> str | None:
 
 
 def _size(value: Any) -> float:
-    """A parameter as a number: a list of levels by its largest, a list of anything else (prompts) by its length."""
+    """A parameter as a number: a list of levels by its largest, a list of anything else (the correctness
+    probe's prompts, each one request) by its length."""
     if isinstance(value, list | tuple):
         if all(isinstance(v, int | float) for v in value):
             return float(max(value, default=0))

@@ -162,7 +162,7 @@ def parse_experiment(text: str, source: str = "<experiment>") -> Experiment:
         experiment = Experiment.model_validate(data)
     except ValidationError as err:
         raise format_issues(source, root, _pydantic_issues(err, data)) from None
-    issues = check_experiment(experiment)
+    experiment, issues = check_experiment(experiment)
     if issues:
         raise format_issues(source, root, issues)
     return experiment
@@ -204,7 +204,7 @@ def with_executor(
         raise from_validation_error(
             err,
             where="executor options",
-            fix="--executor local|local-gpus|ray; --gpus IDS goes with local-gpus, --ray-address/--ray-resource"
+            fix="--executor local|local-gpus|ray|replay; --gpus IDS goes with local-gpus, --ray-address/--ray-resource"
             " with ray",
         ) from None
     return exp.model_copy(update={"executor": chosen})

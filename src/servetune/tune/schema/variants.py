@@ -1,5 +1,8 @@
 """Variants: one engine config plus client settings to run the suite on, and the generators that make them
-(a matrix of single changes against a baseline, a Cartesian grid).  Search and stages build on these."""
+(a matrix of single changes against a baseline, a Cartesian grid).  Search and stages build on these.
+
+The experiment's flags were read once where they entered (`checks.read_flags`): a change, a grid point and a
+search point hold canonical names and typed values, so a change is applied by plain replacement."""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from servetune.engines.commands import parse_command
-from servetune.engines.config import EngineConfig, FlagValue
-from servetune.engines.vocab import normalize_flags
+from servetune.engines.config import EngineConfig
+from servetune.engines.flagtable import FlagValue
 from servetune.load.backend import ClientSpec
 from servetune.tune.schema.experiment import Change, Experiment, Grid, Matrix
 
@@ -36,6 +39,11 @@ class Variant(BaseModel):
     confirms: str | None = Field(
         default=None, description="The key of the variant this one re-measures with fresh repeats (a finalist)."
     )
+    served: EngineConfig | None = Field(
+        default=None,
+        description="The config as `plan` serves it on the experiment's GPUs (the planner's serve flags, decided "
+        "with its verdict before the launch): what the recommendation prints. None where the planner did not plan it.",
+    )
 
     def key(self) -> str:
         """Identity of the measurement: the stage and the variant's name (names are unique within a stage, so
@@ -54,12 +62,10 @@ class Variant(BaseModel):
 
 
 def base_config(exp: Experiment) -> EngineConfig:
-    """The experiment's base launch (the first stage's baseline), its flags read by the engine vocabulary so that
-    every config holds canonical names and typed values (`max-model-len: 32k` → 32000, as vLLM reads it)."""
+    """The experiment's base launch (the first stage's baseline)."""
     spec = exp.engine
-    unknown = exp.allow_unknown_flags
     if spec.command is not None:
-        parsed = parse_command(spec.command, version=spec.version, allow_unknown=unknown)
+        parsed = parse_command(spec.command, version=spec.version, allow_unknown=exp.allow_unknown_flags)
         return parsed.model_copy(
             update={
                 "served_model_name": spec.served_model_name or parsed.served_model_name,
@@ -71,7 +77,7 @@ def base_config(exp: Experiment) -> EngineConfig:
         engine=spec.engine,
         model=spec.model,
         served_model_name=spec.served_model_name,
-        flags=_clean(normalize_flags(spec.engine, spec.flags, version=spec.version, allow_unknown=unknown)),
+        flags=_clean(spec.flags),
         env=spec.env,
         version=spec.version,
     )
@@ -85,9 +91,7 @@ def apply_change(config: EngineConfig, client: ClientSpec, change: Change) -> tu
     """The base with a change applied; a flag set to None is removed (the engine's default applies).
     A change of engine starts from no flags: the base's flags belong to the other engine."""
     switching = change.engine is not None and change.engine != config.engine
-    engine = change.engine or config.engine
-    given = normalize_flags(engine, change.flags, version=config.version, allow_unknown=True)
-    flags = _clean(dict(given) if switching else {**config.flags, **given})
+    flags = _clean(dict(change.flags) if switching else {**config.flags, **change.flags})
     env = dict(change.env) if switching else {**config.env, **change.env}
     update: dict[str, Any] = {"flags": flags, "env": env}
     if change.engine is not None:
@@ -98,10 +102,10 @@ def apply_change(config: EngineConfig, client: ClientSpec, change: Change) -> tu
     return config.model_copy(update=update), ClientSpec.model_validate(new_client.model_dump())
 
 
-def describe_change(change: Change, engine: str) -> dict[str, Any]:
+def describe_change(change: Change) -> dict[str, Any]:
     """The change as one flat mapping for tables: flags by canonical name (as every config holds them),
     engine/model/env/client prefixed."""
-    out: dict[str, Any] = dict(normalize_flags(change.engine or engine, change.flags, allow_unknown=True))
+    out: dict[str, Any] = dict(change.flags)
     if change.engine:
         out["engine"] = change.engine
     if change.model:
@@ -122,7 +126,7 @@ def matrix_variants(base: EngineConfig, client: ClientSpec, matrix: Matrix, stag
                 stage=stage,
                 config=config,
                 client=new_client,
-                changes=describe_change(change, base.engine),
+                changes=describe_change(change),
                 note=change.note,
             )
         )
@@ -144,7 +148,7 @@ def grid_variants(base: EngineConfig, client: ClientSpec, grid: Grid, stage: str
                 stage=stage,
                 config=config,
                 client=new_client,
-                changes=describe_change(change, base.engine),
+                changes=describe_change(change),
                 baseline=index == 0,
             )
         )

@@ -15,14 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel
+
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
 from servetune.process.interrupts import run_coroutine
 from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
 from servetune.suite.run import run_probe
-from servetune.suite.spec import ProbeContext
-from servetune.tune.schema.experiment import Experiment
+from servetune.suite.spec import ProbeContext, ProbeSpec
+from servetune.tune.schema.experiment import Experiment, Objective
 from servetune.tune.schema.variants import Variant
 from servetune.tune.search.order import order_by_estimate, prune_by_estimate
 
@@ -106,32 +108,49 @@ def load_calibration(path: str | None) -> CalibrationProfile | None:
 Predictor = Callable[[EngineConfig], Prediction]
 
 
-def predictor(exp: Experiment) -> Predictor:
-    """Predicts the experiment's objective for a config (the calibration profile is read once)."""
-    calibration = load_calibration(exp.estimate.calibration)
-    objective = exp.resolved_objective()
-    spec = get_probe(objective.probe)
-    params = exp.suite.probes.params(objective.probe) or spec.params()
+@dataclass(frozen=True)
+class SimPredictor:
+    """Predicts an experiment's objective for a config on the simulator: the objective's probe, with the
+    experiment's parameters and SLOs, on its GPU (no GPU named: the device the calibration was fitted on)."""
 
-    def predict(config: EngineConfig) -> Prediction:
-        # no GPU named (a CPU engine): the device the calibration was fitted on, when it says
-        gpu = exp.hardware.gpu_arg() or (calibration.device if calibration else None)
+    objective: Objective
+    spec: ProbeSpec
+    params: BaseModel
+    slos: dict[str, float]
+    gpu: str | None
+    calibration: CalibrationProfile | None
+
+    def __call__(self, config: EngineConfig) -> Prediction:
         if config.engine not in {"vllm", "sim"}:
             return Prediction({}, None, f"the simulator models vLLM only (engine {config.engine})")
-        if config.engine == "vllm" and gpu is None:
+        if config.engine == "vllm" and self.gpu is None:
             return Prediction({}, None, "no GPU named (hardware.gpu, or a calibration profile's device)")
         from servetune.sim.backend import SimBackend
         from servetune.sim.deployment import deployment_for_config
 
         try:
-            backend = SimBackend(deployment_for_config(config, gpu=gpu, calibration=calibration))
-            result = run_coroutine(run_probe(spec, ProbeContext(backend, slos=dict(exp.slos)), params))
+            backend = SimBackend(deployment_for_config(config, gpu=self.gpu, calibration=self.calibration))
+            result = run_coroutine(run_probe(self.spec, ProbeContext(backend, slos=self.slos), self.params))
         except ServetuneError as err:
             return Prediction({}, None, err.problem)
         if not result.ok:
             return Prediction({}, None, result.error or "the simulated probe failed")
-        named = {f"{objective.probe}.{k}": v for k, v in result.figures.items() if v is not None and math.isfinite(v)}
-        value = named.get(objective.label)
-        return Prediction(named, value, None if value is not None else f"{objective.figure} was not predicted")
+        probe, label = self.objective.probe, self.objective.label
+        named = {f"{probe}.{k}": v for k, v in result.figures.items() if v is not None and math.isfinite(v)}
+        value = named.get(label)
+        return Prediction(named, value, None if value is not None else f"{self.objective.figure} was not predicted")
 
-    return predict
+
+def predictor(exp: Experiment) -> Predictor:
+    """The experiment's predictor (its calibration profile read once)."""
+    calibration = load_calibration(exp.estimate.calibration)
+    objective = exp.resolved_objective()
+    spec = get_probe(objective.probe)
+    return SimPredictor(
+        objective=objective,
+        spec=spec,
+        params=exp.suite.probes.params(objective.probe) or spec.params(),
+        slos=dict(exp.slos),
+        gpu=exp.hardware.gpu_arg() or (calibration.device if calibration else None),
+        calibration=calibration,
+    )

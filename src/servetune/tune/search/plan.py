@@ -15,7 +15,7 @@ from servetune.tune.schema.experiment import Experiment, HardwareSpec, Stage, de
 from servetune.tune.schema.variants import Variant, base_config
 from servetune.tune.search.estimates import Prediction, Predictor, judge
 from servetune.tune.search.order import count_launches, order_variants
-from servetune.tune.search.sources import Feasible, source_for
+from servetune.tune.search.sources import Feasible, Verdict, source_for
 
 Action = Literal["launch", "estimate_only", "infeasible"]
 
@@ -56,14 +56,17 @@ def plan_batch(
 ) -> BatchPlan:
     """Decides every variant's fate: infeasible ones (the planner's reasons) are set aside, the simulator orders
     (or prunes) the rest when `estimate.mode` asks for it, and what is launched is grouped by launch."""
-    verdicts: dict[str, list[str]] = {}
+    verdicts: dict[str, Verdict] = {}
     fit: list[Variant] = []
     infeasible: list[Variant] = []
     for variant in batch:
         key = variant.launch_key()
         if key not in verdicts:
-            verdicts[key] = [*_executor_room(exp, variant), *(feasibility(variant.config) if feasibility else [])]
-        (infeasible if verdicts[key] else fit).append(variant)
+            planned_one = feasibility(variant.config) if feasibility else Verdict()
+            room = tuple(_executor_room(exp, variant))
+            verdicts[key] = Verdict((*room, *planned_one.reasons), planned_one.served)
+        variant = variant.model_copy(update={"served": verdicts[key].served})
+        (infeasible if verdicts[key].reasons else fit).append(variant)
     ordered = order_variants(fit) if reorder else list(fit)
     notes: list[str] = []
     pruned: list[Variant] = []
@@ -100,7 +103,7 @@ def plan_batch(
     planned += [
         PlannedVariant(v, "estimate_only", (estimate_notes.get(v.key(), ""),), predictions.get(v.key())) for v in pruned
     ]
-    planned += [PlannedVariant(v, "infeasible", tuple(verdicts[v.launch_key()])) for v in infeasible]
+    planned += [PlannedVariant(v, "infeasible", verdicts[v.launch_key()].reasons) for v in infeasible]
     return BatchPlan(batch[0].stage if batch else "", tuple(tuple(g) for g in groups), tuple(planned), tuple(notes))
 
 

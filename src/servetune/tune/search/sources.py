@@ -7,6 +7,7 @@ point at a time and learns from each result.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from servetune.engines.config import EngineConfig
@@ -23,8 +24,19 @@ from servetune.tune.schema.variants import (
 )
 from servetune.tune.search.search import SearchSession
 
-Feasible = Callable[[EngineConfig], list[str]]
-"""Reasons a config cannot run on the experiment's hardware (empty = it fits): the planner's verdict."""
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a config can start, before it launches: the reasons it cannot (none: it can), and the config as the
+    planner serves it on the experiment's GPUs (its serve flags; None where the planner did not plan it), so the
+    recommendation prints what `plan` prints without planning again."""
+
+    reasons: tuple[str, ...] = ()
+    served: EngineConfig | None = None
+
+
+Feasible = Callable[[EngineConfig], Verdict]
+"""The planner's verdict on a config, on the experiment's hardware."""
 
 
 class VariantSource(Protocol):
@@ -99,7 +111,7 @@ class SearchSource:
         self._points: dict[str, dict[str, Any]] = {}
 
         def judge(point: dict[str, Any]) -> list[str]:
-            return feasible(self.make(point).config) if feasible else []
+            return list(feasible(self.make(point).config).reasons) if feasible else []
 
         self.session = SearchSession(search, goal, judge)
 
@@ -111,7 +123,7 @@ class SearchSource:
             stage=self.stage.name,
             config=config,
             client=client,
-            changes=describe_change(change, self.base.engine),
+            changes=describe_change(change),
         )
 
     def resume(self, variant: Variant, value: float | None, gpu_minutes: float) -> None:
