@@ -19,7 +19,7 @@ from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
 from servetune.engines.failures import Pattern
 from servetune.engines.flagtable import versions
-from servetune.engines.vocab import to_argv
+from servetune.engines.vocab import canonical_argv
 from servetune.errors import ServetuneError
 
 
@@ -68,7 +68,7 @@ class EngineAdapter(ABC):
             host,
             "--port",
             str(port),
-            *to_argv(cfg.engine, cfg.flags, version=cfg.version),
+            *canonical_argv(cfg.engine, cfg.flags, version=cfg.version),
         ]
 
     def image(self, version: str | None, gpus: int) -> Image:

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from servetune.engines.config import EngineConfig, secret_env
 from servetune.engines.flagtable import table_for
 from servetune.engines.registry import adapter_for
-from servetune.engines.vocab import parse_argv, to_argv
+from servetune.engines.vocab import canonical_argv, parse_argv, to_argv
 from servetune.errors import ServetuneError
 from servetune.model.bundled import BUNDLED_DIR, bundled_model
 from servetune.secrets import is_secret_flag, is_secret_name, secret_texts
@@ -241,8 +241,10 @@ def _plan(cfg: EngineConfig, *, production: bool, model_path: str | None, secret
     if model_note:
         notes.append(model_note)
     words: list[Word] = []
+    # the config's flags are canonical for its own engine; a simulated config's are re-read as vLLM's
+    write = canonical_argv if engine == cfg.engine else to_argv
     for name, value in flags.items():
-        argv = to_argv(engine, {name: value}, version=version)
+        argv = write(engine, {name: value}, version=version)
         if argv and is_secret_flag(name, secrets) and (texts := secret_texts(value)):
             var = secret_env(engine, name.lstrip("-"))
             words += _referenced(argv, texts, var)

@@ -510,9 +510,15 @@ def to_argv(engine: str, flags: Mapping[str, object], *, version: str | None = N
     opted-in `normalize_flags`/`parse_argv`) are written as given: `--name` (a name with its own leading dash
     stays), True bare, False as `--no-name`, a list as several words.
     `parse_argv(engine, to_argv(engine, f)) == f` for every f that `parse_argv` returns."""
+    return canonical_argv(engine, normalize_flags(engine, flags, version=version, allow_unknown=True), version=version)
+
+
+def canonical_argv(engine: str, flags: Mapping[str, FlagValue], *, version: str | None = None) -> list[str]:
+    """`to_argv` of flags already in their canonical form (an `EngineConfig`'s: normalised once, where they entered),
+    so that writing a config's command line does not read every flag again."""
     table = table_for(engine, version)
     argv: list[str] = []
-    for name, value in normalize_flags(engine, flags, version=version, allow_unknown=True).items():
+    for name, value in flags.items():
         spec = table.lookup(name if name.startswith("-") else f"--{name}")
         if value is None:
             continue
