@@ -22,9 +22,10 @@ import sys
 import time
 from pathlib import Path
 
+from servetune.cli.model_options import parse_words
 from servetune.control.client import ControlClient, ControlError
 from servetune.engines.models import resolve_tokenizer
-from servetune.load.bench_args import parse_bench_argv
+from servetune.load.bench_args import BenchArgs
 from servetune.load.runner import LoadResult, run_load
 from servetune.report.bench_files import bench_runs, write_bench_outputs
 
@@ -63,12 +64,12 @@ async def _metrics(url: str) -> str | None:
 
 
 async def _point(url: str, model: str, argv: list[str], out: Path, name: str, timeout_s: float) -> LoadResult:
-    args, options = parse_bench_argv(["--url", url, "--model", model, *argv])
+    args = parse_words(BenchArgs, ["--url", url, "--model", model, *argv])
     before = await _metrics(url)
     result = await asyncio.wait_for(
         run_load(
-            url, model, options.workload(), options.shape(), endpoint=args.endpoint, stream=args.stream,
-            extra_body=args.extra_body, tokenizer=resolve_tokenizer(args.tokenizer), workers=args.workers,
+            url, model, args.workload(), args.shape(), endpoint=args.api, stream=args.stream,
+            extra_body=args.body, tokenizer=resolve_tokenizer(args.tokenizer), workers=args.workers,
         ),
         timeout_s,
     )  # fmt: skip
@@ -123,10 +124,11 @@ def main() -> int:
         lines.append(line)
         if point["name"] == "warmup":
             continue
-        args, options = parse_bench_argv(
-            ["--url", a.url, "--model", a.model, *argv, "--save-result", "--result-dir", str(a.out / "bench")]
+        args = parse_words(
+            BenchArgs,
+            ["--url", a.url, "--model", a.model, *argv, "--save-result", "--result-dir", str(a.out / "bench")],
         )
-        write_bench_outputs(args, options, bench_runs(args, options, a.model, [result]), [result])
+        write_bench_outputs(args, args, bench_runs(args, args, a.model, [result]), [result])
     (a.out / "plan.json").write_text(json.dumps(plan, indent=1))
     (a.out / "summary.txt").write_text("\n".join(lines) + "\n")
     return 0 if lines else 1

@@ -26,7 +26,7 @@ name: scaleout
 engine:
   engine: llamacpp
   model: tiny
-  flags: {{ctx-size: 4096, parallel: 2, threads: 1}}
+  flags: {{ctx-size: 6144, parallel: 2, threads: 1}}  # 1-4 slots of whole 256-token blocks (F25)
 client: {{endpoint: completions, tokenizer: tiny}}
 suite:
   repeats: 2

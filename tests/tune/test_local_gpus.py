@@ -168,7 +168,7 @@ name: slots
 engine:
   engine: llamacpp
   model: tiny
-  flags: {ctx-size: 16384, parallel: 2, threads: 1}
+  flags: {ctx-size: 6144, parallel: 2, threads: 1}  # 1, 2, 3 and 4 slots of whole 256-token blocks
 client: {endpoint: completions, tokenizer: tiny}
 suite:
   repeats: 2
