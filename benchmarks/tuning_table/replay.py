@@ -9,8 +9,9 @@ Per table, objective (a/b/c of the README), strategy, budget and seed, one tune;
 - the recommended cell (the ranking's winner, after the confirmation of the finalists where the tuner runs one);
 - its regret: the table's measured mean (all its repeats) of the objective against the best feasible cell's, in %
   of the best (for (a), feasible = every repeat's TTFT p99 within the SLO, servetune's rule across repeats);
-- whether it is the grid's best, or tied with it by servetune's rule (`Delta.significant`: inside the 95%
-  interval of the two cells' measured repeats, or below 2%);
+- whether it is the grid's best, or tied with it by servetune's rule (`stats.delta`, `Delta.significant`: inside
+  the 95% interval of the two cells' measured repeats — paired repeat by repeat, as repeat k of every cell was
+  measured on the same draw — or below 2%);
 - the GPU time the run spent (every launch, warm-up and repeat the replay charged, the confirmation's included) as
   a fraction of the grid's (every cell launched once, warmed up, and measured in three repeats of the probe);
 - the inflation of the confirmed winner (its figure as the search saw it against its re-measurement).
@@ -124,6 +125,8 @@ class Truth:
     """The table's grid for one objective: each cell's measured repeats, which cells are feasible, the best."""
 
     values: dict[str, list[float]]
+    draws: dict[str, list[str]]
+    """Each value's load draw (its repeat number: repeat k of every cell was measured on seed k)."""
     feasible: set[str]
     best: str | None
     grid_minutes: float
@@ -132,23 +135,23 @@ class Truth:
 def truth(table: Any, objective: str) -> Truth:
     probe, figure, goal = OBJECTIVES[objective]
     slo = table.slos.get("a", {}).get("ttft_p99_ms") if objective == "a" else None
-    values, feasible, minutes = {}, set(), 0.0
+    values, draws, feasible, minutes = {}, {}, set(), 0.0
     for cell in table.variants.values():
         reps = [r for r in cell.repeats.get(probe, []) if r.ok and figure in r.figures]
         values[cell.id] = [r.figures[figure] for r in reps]
+        draws[cell.id] = [f"repeat {r.repeat}" for r in reps]
         walls = [r.wall_s for r in cell.repeats.get(probe, [])]
         minutes += (cell.ready_s + cell.warmup_s + 3 * (statistics.fmean(walls) if walls else 0.0)) / 60
         if reps and (slo is None or all(r.figures.get("ttft_p99_ms", math.inf) <= slo for r in reps)):
             feasible.add(cell.id)
     sign = 1 if goal == "max" else -1
     best = max(feasible, key=lambda c: sign * statistics.fmean(values[c]), default=None)
-    return Truth(values, feasible, best, minutes)
+    return Truth(values, draws, feasible, best, minutes)
 
 
 def run(job: Job) -> dict[str, Any]:
     from servetune.tune.execution.replay_table import ReplayTable
     from servetune.tune.loop import run_experiment
-    from servetune.tune.results.stats import delta, estimate
 
     table = ReplayTable.load(TABLES[job.table])
     t = truth(table, job.objective)
@@ -180,19 +183,46 @@ def run(job: Job) -> dict[str, Any]:
         None,
     )
     row["inflation_pct"] = inflation if inflation is not None else ""
+    return row | score(t, job.objective, cell.id if cell else None)
+
+
+def score(t: Truth, objective: str, pick: str | None) -> dict[str, Any]:
+    """A recommendation's regret against the grid's best and whether it is the best or tied with it."""
+    from servetune.tune.results.stats import delta, estimate
+
     if t.best is None:  # nothing feasible: the right answer is no recommendation
-        row.update(regret_pct="", best_or_tied=cell is None)
-        return row
-    if cell is None or cell.id not in t.feasible:
-        row.update(regret_pct="", best_or_tied=False)
-        return row
-    goal = OBJECTIVES[job.objective][2]
-    best, got = statistics.fmean(t.values[t.best]), statistics.fmean(t.values[cell.id])
-    row["regret_pct"] = 100 * ((best - got) if goal == "max" else (got - best)) / abs(best)
-    a, b = estimate(t.values[cell.id]), estimate(t.values[t.best])
+        return {"regret_pct": "", "best_or_tied": pick is None}
+    if pick is None or pick not in t.feasible:
+        return {"regret_pct": "", "best_or_tied": False}
+    goal = OBJECTIVES[objective][2]
+    best, got = statistics.fmean(t.values[t.best]), statistics.fmean(t.values[pick])
+    a, b = (estimate(t.values[c], t.draws[c]) for c in (pick, t.best))
     d = delta(a, b, MIN_EFFECT_PCT) if a and b else None
-    row["best_or_tied"] = cell.id == t.best or (d is not None and not d.significant)
-    return row
+    return {
+        "regret_pct": 100 * ((best - got) if goal == "max" else (got - best)) / abs(best),
+        "best_or_tied": pick == t.best or (d is not None and not d.significant),
+    }
+
+
+def rescored(path: Path, table: str) -> list[dict[str, Any]]:
+    """Another study's runs.csv (the one before repeats were paired), each pick scored again by this study's rule,
+    so that `best/tie` means the same in both."""
+    from servetune.tune.execution.replay_table import ReplayTable
+
+    loaded = ReplayTable.load(TABLES[table])
+    truths = {objective: truth(loaded, objective) for objective in OBJECTIVES}
+    out = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            parsed = {
+                **row,
+                "budget": float(row["budget"]),
+                "spent_frac": float(row["spent_frac"]),
+                "feasible_cells": int(row["feasible_cells"]),
+                "inflation_pct": float(row["inflation_pct"]) if row["inflation_pct"] else "",
+            }
+            out.append(parsed | score(truths[row["objective"]], row["objective"], row["recommended"] or None))
+    return out
 
 
 _PREDICTIONS: dict[tuple[str, str], dict[str, Any]] = {}
@@ -297,7 +327,20 @@ LABELS = {
 }
 
 
-def markdown(tables: list[str], summaries: dict[str, list[dict[str, Any]]], info: dict[str, Any]) -> str:
+BEFORE = (
+    "`before` = the same study, the same tables, run by servetune as it was before repeats were paired (commit "
+    "ebe1510: each variant's repeats drawn with seeds of their own, and in the replay the table repeat that stands "
+    "for a variant's repeat r drawn per variant; ties by Welch's interval of two independent samples), its picks "
+    "scored again by this study's rule (`summary_before.csv`, from that run's `runs.csv` by `--before`)."
+)
+
+
+def markdown(
+    tables: list[str],
+    summaries: dict[str, list[dict[str, Any]]],
+    info: dict[str, Any],
+    before: dict[str, list[dict[str, Any]]],
+) -> str:
     out = [
         "# Replay study: servetune's tuning strategies against the tuning table",
         "",
@@ -311,10 +354,12 @@ def markdown(tables: list[str], summaries: dict[str, list[dict[str, Any]]], info
         "table's mean of the "
         "recommended cell against the best feasible cell's, in %; `≤2%` = share of seeds with regret ≤ 2%; "
         "`best/tie` = share recommending the grid's best or a cell tied with it by servetune's rule (inside the 95% "
-        "interval of the two cells' measured repeats, or below 2%); `none` = share with no recommendation or an "
+        "interval of the two cells' measured repeats, compared repeat by repeat, or below 2%); `none` = share with no "
+        "recommendation or an "
         "infeasible one; `inflation` = mean of the winner's first figure against its confirmed one (the winner's "
         "curse; + = the search's figure flattered it).",
         "",
+        *([BEFORE, ""] if before else []),
         "The pruning simulator's calibration: `benchmarks/device_campaign/profiles/h200_qwen3.6-27b_vllm0.24.0.json`, "
         "fitted on the 2026-12-01 device campaign's H1 points (G_c8/G_c32/G_c64, decode_c1, prefill_16k: another "
         "session and other probes); no measurement of this table went into it.",
@@ -322,22 +367,53 @@ def markdown(tables: list[str], summaries: dict[str, list[dict[str, Any]]], info
     ]
     for table in tables:
         rows = summaries[table]
+        then = {(r["objective"], r["strategy"], float(r["budget"])): r for r in before.get(table, [])}
         out += [f"## {table}", "", LABELS[table], ""]
         for objective, (probe, figure, goal) in OBJECTIVES.items():
+            head = ["strategy", "budget", "spent % (max)", "regret % median", "p90", "≤2%", "best/tie", "none"]
+            if then:
+                head = [*head[:3], "before", *head[3:6], "before", "best/tie", "before", "none"]
             out += [
                 f"### ({objective}) {goal} `fixed_load.{figure}` (table probe `{probe}`)",
                 "",
-                "| strategy | budget | spent % (max) | regret % median | p90 | ≤2% | best/tie | none | inflation % |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+                "| " + " | ".join([*head, "inflation % |"]),
+                "|---|" + "---:|" * len(head),
             ]
             for r in (r for r in rows if r["objective"] == objective):
-                out.append(
-                    f"| {r['strategy']} | {100 * r['budget']:.0f}% | {r['spent_pct_mean']} ({r['spent_pct_max']}) | "
-                    f"{r['regret_pct_median']} | {r['regret_pct_p90']} | {r['within_2pct']:.2f} | "
-                    f"{r['best_or_tied']:.2f} | {r['infeasible_or_none']:.2f} | {r['inflation_pct_mean']} |"
-                )
+                old = then.get((objective, r["strategy"], float(r["budget"])))
+                cells = [
+                    r["strategy"],
+                    f"{100 * r['budget']:.0f}%",
+                    f"{r['spent_pct_mean']} ({r['spent_pct_max']})",
+                    str(r["regret_pct_median"]),
+                    str(r["regret_pct_p90"]),
+                    f"{r['within_2pct']:.2f}",
+                    f"{r['best_or_tied']:.2f}",
+                    f"{r['infeasible_or_none']:.2f}",
+                ]
+                if then:
+                    was = (
+                        (
+                            f"{float(old['spent_pct_mean']):.1f}",
+                            f"{float(old['within_2pct']):.2f}",
+                            f"{float(old['best_or_tied']):.2f}",
+                        )
+                        if old
+                        else ("—", "—", "—")
+                    )
+                    cells = [*cells[:3], was[0], *cells[3:6], was[1], cells[6], was[2], cells[7]]
+                out.append("| " + " | ".join([*cells, str(r["inflation_pct_mean"])]) + " |")
             out += ["", goal_line(rows, objective), ""]
     return "\n".join(out) + "\n"
+
+
+def read_summary(path: Path) -> list[dict[str, Any]]:
+    """A summary.csv as `summarize` gives it (numbers as numbers; empty cells stay empty)."""
+    if not path.is_file():
+        return []
+    numeric = {"budget", "spent_pct_mean", "spent_pct_max", "within_2pct", "best_or_tied", "infeasible_or_none"}
+    with open(path, newline="") as f:
+        return [{k: float(v) if k in numeric else v for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 def goal_line(rows: list[dict[str, Any]], objective: str) -> str:
@@ -374,6 +450,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default=str(HERE / "replay"), help="folder for runs.csv and summary.csv per table")
     ap.add_argument("--results", default=str(HERE / "RESULTS.md"), help="the markdown report ('' = under --out)")
+    ap.add_argument(
+        "--before",
+        default="",
+        help="another run's --out folder (the study before repeats were paired): its runs.csv per table, scored again "
+        "by this study's rule, become summary_before.csv beside this run's and the report's `before` columns",
+    )
     a = ap.parse_args()
     tables = [t for t in a.tables.split(",") if t]
     todo = jobs(tables, a.seeds)
@@ -381,12 +463,15 @@ def main() -> None:
     with ProcessPoolExecutor(a.workers) as pool:
         rows = list(pool.map(run, todo, chunksize=8))
     wall = time.monotonic() - start
-    summaries = {}
+    summaries, before = {}, {}
     for table in tables:
         mine = [r for r in rows if r["table"] == table]
         summaries[table] = summarize(mine)
         write_csv(Path(a.out) / table / "runs.csv", mine)
         write_csv(Path(a.out) / table / "summary.csv", summaries[table], SUMMARY_COLUMNS)
+        if a.before and (old := Path(a.before) / table / "runs.csv").is_file():
+            write_csv(Path(a.out) / table / "summary_before.csv", summarize(rescored(old, table)), SUMMARY_COLUMNS)
+        before[table] = read_summary(Path(a.out) / table / "summary_before.csv")
     info = {
         "seeds": a.seeds,
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -395,7 +480,8 @@ def main() -> None:
         "workers": a.workers,
         "load": (load, os.getloadavg()[0]),
     }
-    (Path(a.results) if a.results else Path(a.out) / "RESULTS.md").write_text(markdown(tables, summaries, info))
+    report = markdown(tables, summaries, info, {t: rows for t, rows in before.items() if rows})
+    (Path(a.results) if a.results else Path(a.out) / "RESULTS.md").write_text(report)
     print(f"{len(rows)} tunes replayed in {wall:.0f} s ({a.workers} workers); results under {a.out}")
 
 

@@ -4,14 +4,15 @@ The suite runs every probe of a variant's repeat with one seed; the acceptance p
 long_prefill's drew their words from it alike, so long_prefill's prompt began with the acceptance prompt,
 already in the engine's cache: llama.cpp evaluated 88 of its 600 prompt tokens here (512 of 1,551 in the
 demo), vLLM CPU 88 of 600 (four 128-token blocks hit), the simulator 8,337 of 24,017, and prefill tok/s timed
-a cache hit. Each test runs the suite's order — acceptance, then long_prefill, with the seed of a (variant,
-repeat) — over 2 variants × 2 repeats and reads the engine's counters around long_prefill itself.
+a cache hit. Each test runs the suite's order — acceptance, then long_prefill, with the seeds the tuner gives a
+(variant, repeat) (`ProbeContext.of_run`) — over 2 variants × 2 repeats and reads the engine's counters around
+long_prefill itself. The tuner's repeat r draws the same lengths and arrivals on every variant (common random
+numbers): those runs, on one engine, must still find nothing of each other's prompts in its cache.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,9 +53,9 @@ def _sim() -> SimBackend:
     return SimBackend(deployment_for_config(config))
 
 
-def _seed(variant: str, repeat: int) -> int:
-    """A (variant, repeat) seed, as the tuner's session gives each repeat of a variant."""
-    return int(hashlib.sha256(f"{variant}/{repeat}".encode()).hexdigest()[:8], 16)
+def _ctx(backend: Backend, variant: str, repeat: int) -> ProbeContext:
+    """The seeds the tuner's session gives a repeat of a variant (the one rule: `ProbeContext.of_run`)."""
+    return ProbeContext.of_run(backend, run=variant, repeat=repeat)
 
 
 def _probe(ctx: ProbeContext, name: str, **settings: Any) -> ProbeResult:
@@ -86,7 +87,7 @@ def _suite_order(backend: Backend, accept_tokens: int, prefill_tokens: int) -> N
     rows, results = [], []
     for variant in ("baseline", "two-slots"):
         for repeat in range(2):
-            ctx = ProbeContext(backend, seed=_seed(variant, repeat))
+            ctx = _ctx(backend, variant, repeat)
             accept = _probe(ctx, "acceptance", long_context_tokens=accept_tokens)
             assert accept.figures["passed"] == 1.0, accept.notes
             before = _scrape(backend)
@@ -118,7 +119,7 @@ def test_long_prefill_evaluates_every_prompt_token_on_the_simulator() -> None:
 
 def _warm_prefill_is_flagged(backend: Backend, tokens: int) -> None:
     """The same probe twice with one seed: the second run's prompt is the first's, served from the cache."""
-    ctx = ProbeContext(backend, seed=_seed("again", 0))
+    ctx = _ctx(backend, "again", 0)
     cold = _probe(ctx, "long_prefill", prompt_tokens=tokens, max_tokens=4)
     assert cold.ok and cold.reconciliation is not None and not cold.reconciliation.flagged, cold.warnings
     warm = _probe(ctx, "long_prefill", prompt_tokens=tokens, max_tokens=4)
@@ -149,27 +150,55 @@ def test_the_probes_of_a_run_and_its_repeats_start_their_prompts_apart(tiny_mode
     hashes whole blocks from the start) and no common prefix (llama.cpp) is shared."""
     counter = LocalTokenizer(str(tiny_model.tokenizer_json))
 
-    def opening(seed: int, probe: str) -> list[str]:
-        workload = Workload.long_document(PREFILL_TOKENS, 4, seed=ProbeContext(_sim(), seed=seed).for_probe(probe).seed)
+    def opening(ctx: ProbeContext, probe: str) -> list[str]:
+        workload = Workload.long_document(PREFILL_TOKENS, 4, **ctx.for_probe(probe).seeds)
         turn = asyncio.run(RequestFactory(workload, counter, "completions").conversation(0)).turns[0]
         return turn.fields["prompt"].split()[:4]
 
-    first = _seed("baseline", 0)
+    first = _ctx(_sim(), "baseline", 0)
     openings = {
         "acceptance": opening(first, "acceptance"),
         "long_prefill": opening(first, "long_prefill"),
-        "long_prefill, next repeat": opening(_seed("baseline", 1), "long_prefill"),
-        "long_prefill, other variant": opening(_seed("two-slots", 0), "long_prefill"),
+        "long_prefill, next repeat": opening(_ctx(_sim(), "baseline", 1), "long_prefill"),
+        "long_prefill, other variant": opening(_ctx(_sim(), "two-slots", 0), "long_prefill"),
     }
     print(openings)
     assert len({tuple(words) for words in openings.values()}) == len(openings), openings
     assert opening(first, "long_prefill") == openings["long_prefill"], "the same prompts on every rerun"
 
 
+COMMON_LOAD = {"rate": 8.0, "requests": 6, "input_tokens": 160, "output_tokens": 4, "spread": 0.25}
+"""fixed_load with drawn lengths and arrivals: what the tuner's common draws make the same across variants."""
+
+
+def _common_draws_stay_cold(backend: Backend) -> None:
+    """Repeat r of two variants, on one engine (variants sharing a launch): the same arrivals and lengths, other
+    words, so every run is cold by the engine's counters and servetune's reconciliation says so."""
+    draws = {}
+    for repeat in range(2):
+        for variant in ("baseline", "two-slots"):
+            result = _probe(_ctx(backend, variant, repeat), "fixed_load", **COMMON_LOAD)
+            checked = result.reconciliation
+            assert checked is not None and checked.checks, result.warnings
+            print(f"{variant}/{repeat}: evaluated {checked.evaluated_tokens:.0f}, flagged {checked.flagged}")
+            assert result.ok and not checked.flagged, result.warnings
+            assert checked.evaluated_tokens >= 6 * (160 * 0.75 - 32), "every prompt evaluated, bar a template's head"
+            draws[(variant, repeat)] = result.draw
+    assert draws[("baseline", 0)] == draws[("two-slots", 0)] != draws[("baseline", 1)], draws
+
+
+def test_common_draws_across_variants_stay_cold_on_llama_cpp(llama_server: Any, tiny_model: Any) -> None:
+    _common_draws_stay_cold(_live(llama_server, tiny_model))
+
+
+def test_common_draws_across_variants_stay_cold_on_the_simulator() -> None:
+    _common_draws_stay_cold(_sim())
+
+
 def _prefix_reuse_hits_its_own_prefix_only(backend: Backend, system_tokens: int) -> None:
     """prefix_reuse shares a prefix on purpose and reports the engine's hit rate; its first request is cold, and
     the same probe again with one seed (its system prompt cached before it starts) is caught."""
-    ctx = ProbeContext(backend, seed=_seed("reuse", 0))
+    ctx = _ctx(backend, "reuse", 0)
     first = _probe(ctx, "prefix_reuse", system_tokens=system_tokens, max_tokens=4)
     assert first.ok and first.reconciliation is not None and not first.reconciliation.flagged, first.warnings
     assert (first.figures["hit_rate_pct"] or 0) > 50, first.figures
@@ -228,7 +257,7 @@ def test_long_prefill_is_reconciled_by_llama_cpp_timings_without_metrics(
     assert asyncio.run(backend.scrape()) is None, "no /metrics"
     for variant in ("baseline", "two-slots"):
         for repeat in range(2):
-            ctx = ProbeContext(backend, seed=_seed(variant, repeat))
+            ctx = _ctx(backend, variant, repeat)
             accept = _probe(ctx, "acceptance", long_context_tokens=ACCEPT_TOKENS)
             assert accept.figures["passed"] == 1.0, accept.notes
             prefill = _probe(ctx, "long_prefill", prompt_tokens=PREFILL_TOKENS, max_tokens=4)

@@ -22,8 +22,8 @@ from servetune.tune.results.result import RunResult
 from servetune.tune.results.store import Store
 from servetune.tune.schema.experiment import Change, Matrix
 from servetune.tune.schema.loader import parse_experiment
-from servetune.tune.schema.variants import Variant, matrix_variants
-from servetune.tune.search.estimates import ESTIMATE_PROBE, predictor
+from servetune.tune.schema.variants import Variant, grid_variants, matrix_variants
+from servetune.tune.search.estimates import ESTIMATE_PROBE, judge, predictor
 from servetune.tune.search.order import order_by_estimate, prune_by_estimate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,13 +38,66 @@ def _variants() -> list[Variant]:
 
 def test_order_and_prune_by_predicted_objective() -> None:
     a0, s1, s3, s4 = _variants()
-    scores = {a0.key(): 10.0, s1.key(): 5.0, s3.key(): 30.0, s4.key(): None}
-    ordered = order_by_estimate([a0, s1, s3, s4], scores, "max")
+    standings = {a0.key(): (0.0, -10.0), s1.key(): (0.0, -5.0), s3.key(): (0.0, -30.0), s4.key(): None}
+    ordered = order_by_estimate([a0, s1, s3, s4], standings)
     assert [v.name for v in ordered] == ["A0", "s3", "s1", "s4"], "baseline first, best next, unjudged last"
-    assert [v.name for v in order_by_estimate([a0, s1, s3, s4], scores, "min")] == ["A0", "s1", "s3", "s4"]
-    launch, pruned = prune_by_estimate([a0, s1, s3, s4], scores, "max", keep=1)
+    launch, pruned = prune_by_estimate([a0, s1, s3, s4], standings, keep=1)
     assert [v.name for v in launch] == ["A0", "s3", "s4"], "the baseline and unjudged variants always launch"
     assert [v.name for v in pruned] == ["s1"]
+
+
+SLO_EXPERIMENT = """
+name: slo-prune
+engine:
+  engine: sim
+  model: qwen3.5-4b
+  flags: {gpu: L40S, max-model-len: 8192, max-num-seqs: 64}
+hardware: {gpu: L40S, count: 1}
+suite:
+  repeats: 1
+  warmup_requests: 0
+  probes:
+    fixed_load: {concurrency: 64, requests: 128, input_tokens: 512, output_tokens: 64}
+slos: {tpot_p99_ms: TPOT}
+objective: {probe: fixed_load, figure: output_tok_s}
+variants: {grid: {max-num-seqs: [64, 8, 16, 32]}}
+estimate: {mode: prune, keep: 1}
+"""
+
+
+def _judged(tpot_p99_ms: float) -> tuple[list[str], list[str], dict[str, str]]:
+    exp = parse_experiment(SLO_EXPERIMENT.replace("TPOT", str(tpot_p99_ms)))
+    base = EngineConfig(engine="sim", model=exp.engine.model, flags=exp.engine.flags)
+    assert exp.variants.grid is not None
+    variants = grid_variants(base, ClientSpec(), exp.variants.grid)
+    predict = predictor(exp)
+    verdict = judge(exp, variants, {v.key(): predict(v.config) for v in variants})
+    names = {v.key(): v.name for v in variants}
+    return (
+        [v.name for v in verdict.launch],
+        [v.name for v in verdict.pruned],
+        {names[k]: n for k, n in verdict.notes.items()},
+    )
+
+
+def test_prune_drops_the_variants_predicted_to_miss_the_slo_first() -> None:
+    """Output tok/s at 64 streams under a TPOT p99 SLO of 30 ms, on the simulator: more running sequences decode
+    more tokens a second and each one slower (predicted TPOT p99 23 / 29 / 46 / 74 ms at max-num-seqs 8 / 16 / 32 /
+    64). Keeping the one best by tok/s kept max-num-seqs 32, predicted 55% past the SLO: a launch spent on a
+    variant the ranking will drop. Predicted misses go last, least miss first; the rest by the objective."""
+    launch, pruned, notes = _judged(30)
+    assert launch == ["max-num-seqs=64", "max-num-seqs=16"], "the baseline always launches; then the fastest that fits"
+    assert pruned == ["max-num-seqs=8", "max-num-seqs=32"], "the slower fit first, the predicted miss last"
+    assert "predicted to miss the SLOs by more than 25%: tpot_p99_ms 46.4 > 30" in notes["max-num-seqs=32"], notes
+    assert "#3 of 3" in notes["max-num-seqs=32"] and "miss" not in notes["max-num-seqs=16"], notes
+
+
+def test_a_variant_predicted_just_past_the_slo_is_judged_by_its_objective() -> None:
+    """Inside the margin (max-num-seqs 32's predicted 46 ms against a 40 ms bound: 16% past) the prediction is
+    not trusted to call a miss: it ranks by its predicted tok/s, as every variant did before SLOs were judged."""
+    launch, pruned, notes = _judged(40)
+    assert launch == ["max-num-seqs=64", "max-num-seqs=32"] and pruned == ["max-num-seqs=16", "max-num-seqs=8"]
+    assert "miss" not in notes["max-num-seqs=32"], notes
 
 
 def _sim_experiment(**estimate: object) -> str:

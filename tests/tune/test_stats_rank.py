@@ -7,10 +7,11 @@ import math
 from tune_synthetic import experiment, records
 
 from servetune.metrics.slo import missed_repeats, slo_miss
+from servetune.suite.result import ProbeResult
 from servetune.tune.results.rank import rank
 from servetune.tune.results.recommend import recommend
-from servetune.tune.results.result import VariantRecord
-from servetune.tune.results.stats import delta, estimate, t975
+from servetune.tune.results.result import RunResult, VariantRecord
+from servetune.tune.results.stats import Estimate, delta, estimate, t975
 
 
 def test_estimate_matches_a_t_interval() -> None:
@@ -160,3 +161,108 @@ def test_a_latency_slo_without_a_load_curve_is_judged_on_each_repeats_figure() -
     ranking = rank(exp, with_figure(items, "A0", "short_latency", "e2el_ms", {3: 900.0}))
     entry = next(e for e in ranking.entries if e.record.variant.name == "A0")
     assert entry.failures == ["short chat E2EL 900.0ms > 700ms (e2el_p99_ms) in 1 of 5 repeats"], entry.failures
+
+
+SEED = {"r0": 0.78, "r1": 0.99, "r2": 1.23}
+"""One repeat's arrival draw moves every variant's goodput alike (the H200 table's (b): ±22% per repeat)."""
+
+
+def _drawn(mean: float, noise: dict[str, float] | None = None) -> Estimate:
+    """Three repeats on the draws r0..r2: the draw's factor times the variant's own noise."""
+    draws = list(SEED)
+    est = estimate([mean * SEED[d] * (1 + (noise or {}).get(d, 0.0)) for d in draws], draws)
+    assert est is not None
+    return est
+
+
+def test_repeats_on_the_same_draws_are_compared_repeat_by_repeat() -> None:
+    """8% better in every repeat, under a draw that moves both by ±22%: Welch's interval of two independent
+    samples calls it a tie (the draw's spread is in both variances), the paired interval of the per-repeat
+    differences finds it."""
+    base = _drawn(7.0, {"r0": 0.01, "r1": -0.01, "r2": 0.0})
+    better = _drawn(7.0 * 1.08, {"r0": -0.01, "r1": 0.01, "r2": 0.005})
+    unpaired = delta(estimate([v for _, v in better.draws]), estimate([v for _, v in base.draws]), 2.0)
+    assert unpaired is not None and not unpaired.significant and not unpaired.paired, unpaired
+    paired = delta(better, base, 2.0)
+    assert paired is not None and paired.paired and paired.significant, paired
+    assert math.isclose(paired.pct, unpaired.pct), "the change is the same; only its interval narrows"
+    assert paired.half_width_pct < unpaired.half_width_pct / 5
+
+
+def test_a_real_tie_stays_a_tie_when_paired() -> None:
+    """No effect, each variant's own noise ±1.5%: the paired interval holds 0; and 1% in every repeat is below
+    the practical threshold (2%) however narrow its interval (none: the draw's ±22% cancels in the ratios)."""
+    base = _drawn(7.0, {"r0": 0.015, "r1": -0.015, "r2": 0.0})
+    same = _drawn(7.0, {"r0": -0.01, "r1": 0.012, "r2": 0.004})
+    d = delta(same, base, 2.0)
+    assert d is not None and d.paired and not d.significant, d
+    small = _drawn(7.0 * 1.01)
+    d = delta(small, _drawn(7.0), 2.0)
+    assert d is not None and d.paired and d.half_width_pct < 1e-9 and not d.significant, d
+
+
+def test_repeats_that_do_not_share_their_draws_keep_welchs_interval() -> None:
+    """Other draws, another repeat count, or runs stored without their draws (a folder from before them) are
+    compared as two independent samples."""
+    base = _drawn(7.0)
+    values = [v for _, v in _drawn(7.0 * 1.08).draws]
+    welch = delta(estimate(values), estimate([v for _, v in base.draws]))
+    assert welch is not None
+    for other in (
+        estimate(values, ["r0", "r1", "r3"]),  # another draw
+        estimate(values),  # no draws known
+        estimate(values, ["r0", "r1", None]),  # one repeat's unknown
+    ):
+        assert other is not None
+        d = delta(other, base)
+        assert d is not None and not d.paired and d == welch, d
+    fewer = estimate(values[:2], ["r0", "r1"])
+    assert fewer is not None and not delta(fewer, base).paired  # type: ignore[union-attr]
+
+
+def _goodput_records(draws: bool) -> list[VariantRecord]:
+    """Two variants' fixed-load goodput over three repeats on shared draws, one 8% better in each repeat."""
+    recs = [r for r in records() if r.variant.name in {"A0", "D1-same"}]
+    out = []
+    for record in recs:
+        gain = 1.08 if record.variant.name == "D1-same" else 1.0
+        runs = [
+            RunResult(
+                variant_key=record.key,
+                probe="decode_speed",
+                repeat=k,
+                wall_s=7.0,
+                result=ProbeResult(
+                    probe="decode_speed",
+                    figures={"output_tok_s": 71.0 * SEED[d] * gain},
+                    draw=d if draws else None,
+                ),
+            )
+            for k, d in enumerate(SEED)
+        ]
+        out.append(record.model_copy(update={"runs": runs}))
+    return out
+
+
+def test_the_ranking_separates_paired_repeats_that_a_folder_without_draws_ties() -> None:
+    """The ranking's ties are the paired rule's when the stored runs name their draws (a tune of this version),
+    today's when they do not (a folder from before): the same figures, two verdicts."""
+    exp = experiment().model_copy(update={"slos": {}})
+    paired = rank(exp, _goodput_records(draws=True))
+    assert paired.winner is not None and paired.winner.record.variant.name == "D1-same"
+    assert [e.record.variant.name for e in paired.entries if e.tie_with_winner] == ["D1-same"]
+    d = paired.winner.deltas[("decode_speed", "output_tok_s")]
+    assert d.paired and d.significant and math.isclose(d.pct, 8.0)
+    old = rank(exp, _goodput_records(draws=False))
+    assert old.winner is not None and old.winner.record.variant.name == "A0", "a tie goes to the simplest"
+    assert not old.entries[0].deltas[("decode_speed", "output_tok_s")].paired
+
+
+def test_a_reference_repeat_of_zero_pairs_by_differences() -> None:
+    """Goodput 0 in one repeat (no request met the bounds) has no ratio: the repeats still pair, by their
+    differences in units of the reference's mean."""
+    draws = ["r0", "r1", "r2"]
+    base, other = estimate([0.0, 6.0, 9.0], draws), estimate([1.0, 7.0, 10.0], draws)
+    assert base is not None and other is not None
+    d = delta(other, base)
+    assert d is not None and d.paired and d.half_width_pct < 1e-9 and d.significant and math.isclose(d.pct, 20.0)

@@ -114,7 +114,7 @@ class RequestFactory:
         if self.workload.source is not None:
             return await self._from_file(index)
         plan = plan_conversation(self.workload, index)
-        rng = np.random.default_rng([self.workload.seed, index, 2])  # text only: lengths come from the plan
+        rng = np.random.default_rng([self.workload.words_seed, index, 2])  # text only: lengths come from the plan
         klass = self.workload.classes[plan.class_index]
         prefix = ""
         if plan.prefix_tokens:
@@ -141,7 +141,7 @@ class RequestFactory:
     async def _prefix(self, ci: int, klass: RequestClass, group: int) -> tuple[str, int]:
         key = (ci, group)
         if key not in self._prefixes:
-            rng = np.random.default_rng([self.workload.seed, 1_000_003, ci, group])
+            rng = np.random.default_rng([self.workload.words_seed, 1_000_003, ci, group])
             self._prefixes[key] = await self._fit(rng, klass.shared_prefix_tokens, [])
         return self._prefixes[key]
 

@@ -4,7 +4,9 @@ A `Workload` is a traffic mix of request classes (seed 004's 65% short / 25% med
 input length (exact, for the chosen token counter), an output length (fixed or a distribution), an optional
 shared prefix reused by groups of requests (seed 001's prefix test), and a number of turns (multi-turn
 conversations); or requests read from a JSONL or ShareGPT file. The same seed gives the same requests in the
-same order on every run, whatever the load shape.
+same order on every run, whatever the load shape. The prompts' words may have a seed of their own (`text_seed`):
+two workloads with one `seed` and different text seeds send requests of the same classes and lengths with
+different texts (a tune's repeat on two variants: the same draws, and no prompt either finds in a prefix cache).
 """
 
 from __future__ import annotations
@@ -116,9 +118,17 @@ class Workload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     seed: int = 0
+    """Draws each conversation's class and lengths (and, without `text_seed`, its words)."""
+    text_seed: int | None = None
+    """Draws the prompts' words apart from the lengths (None: `seed` draws them)."""
     classes: tuple[RequestClass, ...] = (RequestClass(),)
     source: FileSource | PromptSource | None = None
     output_control: Literal["ignore_eos", "min_tokens", "none"] = "ignore_eos"
+
+    @property
+    def words_seed(self) -> int:
+        """The seed of the prompts' words (the generator of `load.prompts` and the simulator's content ids)."""
+        return self.seed if self.text_seed is None else self.text_seed
 
     @classmethod
     def synthetic(
@@ -128,7 +138,14 @@ class Workload(BaseModel):
 
     @classmethod
     def shared_prefix(
-        cls, prefix_tokens: int, suffix_tokens: int, output_tokens: int | Dist = 128, *, groups: int = 1, seed: int = 0
+        cls,
+        prefix_tokens: int,
+        suffix_tokens: int,
+        output_tokens: int | Dist = 128,
+        *,
+        groups: int = 1,
+        seed: int = 0,
+        text_seed: int | None = None,
     ) -> Workload:
         """A long system prompt reused by every request of its group, then a unique question."""
         klass = RequestClass(
@@ -138,13 +155,16 @@ class Workload(BaseModel):
             shared_prefix_tokens=prefix_tokens,
             prefix_groups=groups,
         )
-        return cls(seed=seed, classes=(klass,))
+        return cls(seed=seed, text_seed=text_seed, classes=(klass,))
 
     @classmethod
-    def long_document(cls, target_tokens: int, output_tokens: int | Dist = 128, *, seed: int = 0) -> Workload:
+    def long_document(
+        cls, target_tokens: int, output_tokens: int | Dist = 128, *, seed: int = 0, text_seed: int | None = None
+    ) -> Workload:
         """One long document up to `target_tokens` input tokens (128K and beyond)."""
         return cls(
             seed=seed,
+            text_seed=text_seed,
             classes=(RequestClass(name="long_document", input_tokens=target_tokens, output_tokens=output_tokens),),
         )
 

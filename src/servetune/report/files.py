@@ -65,7 +65,12 @@ def entry_json(entry: Entry) -> dict[str, Any]:
             f"{p}.{f}": {"mean": e.mean, "ci95": _finite(e.half_width), "n": e.n} for (p, f), e in entry.figures.items()
         },
         "deltas_pct": {
-            f"{p}.{f}": {"pct": d.pct, "ci95": _finite(d.half_width_pct), "significant": d.significant}
+            f"{p}.{f}": {
+                "pct": d.pct,
+                "ci95": _finite(d.half_width_pct),
+                "significant": d.significant,
+                "paired": d.paired,
+            }
             for (p, f), d in entry.deltas.items()
         },
         "runs": [

@@ -185,7 +185,7 @@ def tie_text(ranking: Ranking, other: Entry) -> str:
     assert winner is not None and winner.objective is not None and other.objective is not None
     scale = column_scale(ranking, (ranking.objective.probe, ranking.objective.figure))
     d = delta(winner.objective, other.objective, ranking.min_effect_pct)
-    change = "" if d is None else f": {delta_interval(d)} (95% interval)"
+    change = "" if d is None else f": {delta_interval(d)} (95% interval{', paired' if d.paired else ''})"
     figure = estimate_text(other.objective, scale)
     why = "inside the noise or below the practical threshold"
     return f"a tie with {other.record.variant.name} ({figure}){change}, {why}"
@@ -233,8 +233,9 @@ PointKey = tuple[int, str]
 
 
 def point_estimates(entry: Entry) -> dict[PointKey, Estimate]:
-    """Each load-curve level's figures as a mean with a 95% CI over the repeats that reached that level."""
-    values: dict[PointKey, list[float]] = defaultdict(list)
+    """Each load-curve level's figures as a mean with a 95% CI over the repeats that reached that level (each value
+    with its run's draws: a level's load is drawn from its run's seeds)."""
+    values: dict[PointKey, list[tuple[float, str | None]]] = defaultdict(list)
     for run in entry.record.runs:
         if run.probe != "load_curve" or not run.result.ok:
             continue
@@ -244,8 +245,10 @@ def point_estimates(entry: Entry) -> dict[PointKey, Estimate]:
                 continue
             for name, value in point.items():
                 if name != "concurrency" and isinstance(value, int | float) and math.isfinite(value):
-                    values[(int(level), name)].append(float(value))
-    return {key: est for key, xs in values.items() if (est := estimate(xs)) is not None}
+                    values[(int(level), name)].append((float(value), run.result.draw))
+    return {
+        key: est for key, xs in values.items() if (est := estimate([v for v, _ in xs], [d for _, d in xs])) is not None
+    }
 
 
 @dataclass(frozen=True)

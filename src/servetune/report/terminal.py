@@ -98,7 +98,9 @@ def decision_lines(ranking: Ranking, width: int, head: str = "Decision") -> list
         text = f"{said}{', ' + ties if ties else ''}; the baseline {base.record.variant.name}: {why}."
         return wrap(" ".join([text, *edge]), width, "", "  ")
     verdict = "outside the noise" if d.significant else "a tie: inside the noise or below the practical threshold"
-    repeats = f"{winner.objective.n} and {base.objective.n} repeats"
+    repeats = (
+        f"{winner.objective.n} repeats paired" if d.paired else f"{winner.objective.n} and {base.objective.n} repeats"
+    )
     change = f"{delta_interval(d)} (95% interval, {repeats}), {verdict}."
     if ties:
         text = (

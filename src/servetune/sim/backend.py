@@ -128,7 +128,7 @@ class SimBackend:
     def _synthetic(self, workload: Workload) -> ConversationSource:
         """Conversations by the shared sampling rule, their content as segments: the same system prompt in a
         group, each turn's history (earlier inputs and answers) as the prefix of its prompt."""
-        seed = workload.seed
+        seed = workload.words_seed
 
         def build(index: int) -> VirtualConversation:
             plan = plan_conversation(workload, index)

@@ -4,7 +4,6 @@ request is a closed-loop run of one request) and the same on a live server and i
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 
 from servetune.load.shape import LoadShape, Timeouts
@@ -86,7 +85,7 @@ async def single(
     if prompt is not None:
         workload = Workload.texts([prompt], max_tokens, seed=ctx.seed)
     else:
-        workload = Workload.long_document(prompt_tokens or 64, max_tokens, seed=ctx.seed)
+        workload = Workload.long_document(prompt_tokens or 64, max_tokens, **ctx.seeds)
     result = await ctx.backend.run(workload.model_copy(update={"output_control": control}), SINGLE)
     records = [r for r in result.records if r.phase == "measure"]
     if not records:
@@ -99,7 +98,7 @@ async def prefix_pair(
 ) -> tuple[Reply, Reply]:
     """The same long system prompt (unique to this seed, so the first request is cold) with two different
     questions, one after the other."""
-    workload = Workload.shared_prefix(system_tokens, question_tokens, max_tokens, seed=ctx.seed)
+    workload = Workload.shared_prefix(system_tokens, question_tokens, max_tokens, **ctx.seeds)
     result = await ctx.backend.run(workload, PAIR)
     records = sorted((r for r in result.records if r.phase == "measure"), key=lambda r: r.index)
     warnings = list(result.summary.validity.warnings)
@@ -116,8 +115,9 @@ async def load_point(
 
     Each level draws its own prompts (a seed per level): levels of one curve sharing the context's seed sent the
     same texts again, so an engine with a prompt cache (llama.cpp's `cache-prompt`, vLLM's prefix caching)
-    answered every level after the first from its cache and its TTFT measured a cache hit, not a prefill."""
-    workload = Workload.synthetic(input_tokens, output_tokens, seed=level_seed(ctx.seed, concurrency))
+    answered every level after the first from its cache and its TTFT measured a cache hit, not a prefill (the
+    level's seeds: `ProbeContext.derive`)."""
+    workload = Workload.synthetic(input_tokens, output_tokens, **ctx.derive(f"level/{concurrency}").seeds)
     slos = dict(ctx.slos)
     result = await ctx.backend.run(workload, level_shape(concurrency, requests), slos=request_slos(slos))
     s = result.summary
@@ -142,12 +142,9 @@ async def load_point(
     return LoadPoint(point, s.completed + s.failed, s.failed, warnings, s.slo_failures(slos))
 
 
-def level_seed(seed: int, concurrency: int) -> int:
-    """The prompts' seed of one load level of a run seeded `seed` (distinct per level, the same on every rerun)."""
-    return int(hashlib.sha256(f"{seed}/level/{concurrency}".encode()).hexdigest()[:8], 16)
-
-
 async def warm_up(ctx: ProbeContext, requests: int) -> None:
     """Short requests after ready, never measured (first requests pay one-off costs)."""
     for i in range(requests):
-        await single(replace(ctx, seed=10_000 + i), prompt_tokens=32, max_tokens=WARM_UP_TOKENS, ignore_eos=True)
+        await single(
+            replace(ctx, seed=10_000 + i, text_seed=None), prompt_tokens=32, max_tokens=WARM_UP_TOKENS, ignore_eos=True
+        )

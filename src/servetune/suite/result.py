@@ -35,6 +35,12 @@ class ProbeResult(BaseModel):
         default_factory=list,
         description="This is a second run of the probe: the first one's `unsteady` reasons (empty: it ran once).",
     )
+    draw: str | None = Field(
+        default=None,
+        description="The load's random draws (arrival times, request lengths) when they were common to several runs "
+        "(`ProbeContext.of_run`: a tune's repeat r on every variant): results with the same draw compare repeat by "
+        "repeat. None: the run's draws were its own, or it was stored before draws were recorded.",
+    )
     requests: int = 0
     failed_requests: int = 0
     samples: list[GreedyText] = Field(

@@ -100,10 +100,13 @@ async def run_probe(spec: ProbeSpec, ctx: ProbeContext, params: Any) -> ProbeRes
     """One run of `spec` (never raises for what the server or the probe does: that is a result to record)."""
     backend = _Accounted(ctx.backend)
     before = await backend.scrape()
+    own = ctx.for_probe(spec.name)
     try:
-        result = await spec.run(replace(ctx.for_probe(spec.name), backend=backend), params)
+        result = await spec.run(replace(own, backend=backend), params)
     except Exception as err:  # noqa: BLE001 - a probe's crash is a result to record, not a reason to stop
         result = ProbeResult(probe=spec.name, ok=False, error=f"{type(err).__name__}: {err}")
+    if own.draw is not None:
+        result = result.model_copy(update={"draw": own.draw})
     after = await backend.scrape()
     if backend.unsteady:
         result = result.model_copy(update={"unsteady": [*result.unsteady, *backend.unsteady]})

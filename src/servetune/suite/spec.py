@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
@@ -63,31 +63,88 @@ TTFT_PARTS = tuple(
 """The engine's split of a load level's mean TTFT (`metrics.engine_time`)."""
 
 
+class Seeds(TypedDict):
+    """A context's seeds, as a `Workload` takes them."""
+
+    seed: int
+    text_seed: int | None
+
+
 @dataclass(frozen=True)
 class ProbeContext:
     """What a probe run needs besides its parameters: the backend to load, the experiment's SLOs (already in
-    the backend's wall clock), a seed for its prompts, and what the engine said at startup.
+    the backend's wall clock), the seeds of its load, and what the engine said at startup.
 
-    The seed a caller gives says which run this is (the tuner's: one per variant and repeat); `run_probe` hands
-    the probe `for_probe(name)`, so that two probes of one run never draw the same prompts either."""
+    Two seeds: `seed` draws the load — arrival times, request classes and lengths — and `text_seed` the prompts'
+    words (None: `seed` draws them too, one seed for everything, as a probe run on its own has). A tune's runs
+    get both from `of_run`; `run_probe` hands the probe `for_probe(name)`, so that two probes of one run never
+    draw the same prompts either."""
 
     backend: Backend
     slos: Mapping[str, float] = field(default_factory=dict)
     seed: int = 0
     facts: Mapping[str, Any] = field(default_factory=dict)
+    text_seed: int | None = None
+
+    @classmethod
+    def of_run(
+        cls,
+        backend: Backend,
+        *,
+        run: str,
+        repeat: int,
+        draws: str = "",
+        again: bool = False,
+        slos: Mapping[str, float] | None = None,
+        facts: Mapping[str, Any] | None = None,
+    ) -> ProbeContext:
+        """The seeds of repeat `repeat` of a tune's run `run` (a variant's key): common random numbers. The load's
+        draws depend on the repeat alone (and on `draws`, a name for a set of fresh ones), so repeat r of every
+        variant sends the same arrival times and lengths, and two variants' figures differ by their configs and
+        the server's own noise, not by the luck of two draws (a Poisson arrival draw alone moved goodput ±22% per
+        repeat on an H200); the ranking then compares them repeat by repeat (`tune.results.stats.delta`). The
+        words depend on the run and the repeat, and on `again` (a probe's second run): no run finds another's
+        prompt in the engine's prefix cache, even when two variants share a launch."""
+        return cls(
+            backend,
+            slos=dict(slos or {}),
+            seed=_seed(f"draws/{draws}/repeat/{repeat}"),
+            facts=dict(facts or {}),
+            text_seed=_seed(f"{run}/{repeat}{'/again' if again else ''}"),
+        )
+
+    def derive(self, tag: str) -> ProbeContext:
+        """This context with both seeds moved to `tag`'s (a probe, a load level): distinct from this one's and
+        from every other tag's, the same on every rerun; common draws stay common."""
+        text = None if self.text_seed is None else _seed(f"{self.text_seed}/{tag}")
+        return replace(self, seed=_seed(f"{self.seed}/{tag}"), text_seed=text)
 
     def for_probe(self, probe: str) -> ProbeContext:
-        """This context with the seed of `probe`'s prompts in this run: the one rule that makes every probe's
+        """This context with the seeds of `probe`'s load in this run: the one rule that makes every probe's
         prompts its own (distinct from its first word on: the text generator is seeded by it), so no probe
         finds another's prompt in the engine's prefix cache (the acceptance probe's long document would
         otherwise be the head of long_prefill's, and its prefill a cache hit)."""
-        digest = hashlib.sha256(f"{self.seed}/probe/{probe}".encode()).hexdigest()
-        return replace(self, seed=int(digest[:8], 16))
+        return self.derive(f"probe/{probe}")
+
+    @property
+    def seeds(self) -> Seeds:
+        """The seeds as a `Workload` takes them (`Workload.synthetic(..., **ctx.seeds)`)."""
+        return Seeds(seed=self.seed, text_seed=self.text_seed)
+
+    @property
+    def draw(self) -> str | None:
+        """The name of the load's draws when they are common to several runs (`of_run`): two results with the
+        same draw saw the same arrivals and lengths (`ProbeResult.draw`). None when one seed draws everything."""
+        return None if self.text_seed is None else str(self.seed)
 
     @property
     def max_model_len(self) -> int | None:
         facts = self.facts
         return self.backend.max_model_len or facts.get("max_model_len") or facts.get("n_ctx_per_slot")
+
+
+def _seed(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
 ProbeFn = Callable[[ProbeContext, Any], Awaitable["ProbeResult"]]

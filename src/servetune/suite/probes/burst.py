@@ -23,7 +23,7 @@ def _shape(p: Burst) -> LoadShape:
 
 
 async def run(ctx: ProbeContext, p: Burst) -> ProbeResult:
-    workload = Workload.synthetic(p.input_tokens, p.output_tokens, seed=ctx.seed)
+    workload = Workload.synthetic(p.input_tokens, p.output_tokens, **ctx.seeds)
     result = await ctx.backend.run(workload, _shape(p))
     s = result.summary
     figures: dict[str, float | None] = {

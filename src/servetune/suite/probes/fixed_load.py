@@ -72,7 +72,7 @@ def shape_of(p: FixedLoad) -> LoadShape:
 
 
 async def run(ctx: ProbeContext, p: FixedLoad) -> ProbeResult:
-    workload = Workload.synthetic(_length(p.input_tokens, p.spread), _length(p.output_tokens, p.spread), seed=ctx.seed)
+    workload = Workload.synthetic(_length(p.input_tokens, p.spread), _length(p.output_tokens, p.spread), **ctx.seeds)
     shape = shape_of(p).model_copy(update={"seed": ctx.seed})
     result = await ctx.backend.run(workload, shape, slos=p.goodput)
     s = result.summary

@@ -6,11 +6,15 @@ another seed.
 What a launch group costs and returns, from the table:
 - the launch: the variant's measured launch-to-ready (`ready_s`, cold or warm as recorded; a second start of a
   launch this replay already made is charged the table's warm start when it has one) plus its warm-up;
-- each probe × repeat: one of the variant's measured repeats of the table probe that sent the same load, drawn
-  with replacement by a seeded generator (`executor.seed`, the variant, the probe, the repeat), with the time that
-  repeat took. Drawn, not replayed in order, so a confirmation's "fresh" repeats and two seeds' searches differ as
-  two real runs would; with the table's few repeats the draws are bootstrap draws, and their spread is the
-  table's, not a new measurement's.
+- each probe × repeat: one of the variant's measured repeats of the table probe that sent the same load, with the
+  time that repeat took. Which one is drawn with replacement by a seeded generator (`executor.seed`, the probe,
+  the repeat and the variant's set of draws, `session.draw_set`) — not by the variant: the table's repeat k of
+  every cell was measured on the same arrival draw (seed k), and a tune's repeat r of every variant sends the same
+  draw, so repeat r of every variant is answered with the same k, and the ranking pairs them as it pairs a live
+  tune's (each result names its draw: the table probe and k). Drawn, not replayed in order, so a confirmation's
+  "fresh" repeats and two seeds' searches differ as two real runs would; with the table's few repeats the draws
+  are bootstrap draws, and their spread is the table's, not a new measurement's. A cell that lacks the repeat
+  drawn (not measured) is answered with one of its own, drawn for the variant and named by its own number.
 
 A variant the table has no cell for (a value it did not measure), or whose launch the table records as failed,
 is recorded failed with the reason (`not_in_table`, or the table's failure class), costing nothing. The time is
@@ -27,7 +31,7 @@ from typing import Any
 from servetune.errors import ServetuneError
 from servetune.suite.result import ProbeResult
 from servetune.tune.execution.replay_table import ReplayTable, TableVariant
-from servetune.tune.execution.session import LaunchSession, applies, gpu_minutes
+from servetune.tune.execution.session import LaunchSession, applies, draw_set, gpu_minutes
 from servetune.tune.results.result import Failure, RunResult
 from servetune.tune.results.store import Store
 from servetune.tune.schema.experiment import Experiment
@@ -124,23 +128,28 @@ class ReplayExecutor:
             if not applies(self.exp.suite.probes.params(name), variant):
                 session.progress.skip(name, repeats)
                 continue
-            measured = cell.repeats.get(self.probes[name], [])
+            probe = self.probes[name]
+            measured, numbers = cell.repeats.get(probe, []), self.table.repeat_numbers(probe)
             for repeat in range(repeats):
                 if (name, repeat) in done:
                     session.progress.skip(name)
                     continue
                 if not measured:
-                    result = ProbeResult(probe=name, ok=False, error=f"{cell.id} has no {self.probes[name]} repeat")
+                    result = ProbeResult(probe=name, ok=False, error=f"{cell.id} has no {probe} repeat")
                     seconds = 0.0
                 else:
-                    drawn = random.Random(f"{self.seed}/{variant.key()}/{name}/{repeat}").choice(measured)
+                    k = random.Random(f"{self.seed}/{draw_set(variant)}/{name}/{repeat}").choice(numbers)
+                    drawn = next((r for r in measured if r.repeat == k), None)
+                    if drawn is None:
+                        drawn = random.Random(f"{self.seed}/{variant.key()}/{name}/{repeat}").choice(measured)
                     result = ProbeResult(
                         probe=name,
                         ok=drawn.ok,
                         figures=dict(drawn.figures),
+                        draw=f"{self.table.name} {probe} repeat {drawn.repeat}",
                         requests=drawn.completed + drawn.failed,
                         failed_requests=drawn.failed,
-                        notes=[f"replayed: {self.table.name} {cell.id} {self.probes[name]} repeat {drawn.repeat}"],
+                        notes=[f"replayed: {self.table.name} {cell.id} {probe} repeat {drawn.repeat}"],
                         error=None if drawn.ok else drawn.outcome,
                     )
                     seconds = drawn.wall_s

@@ -6,7 +6,8 @@ A table is a folder of four files:
 - `grid.json` — the grid: `factors` (flag → the values measured), `variants` (each an `id` and its `factors`),
   `probes` (each table probe's load: `kind` closed or poisson, `concurrency` or `rate`, `requests`,
   `warmup_requests`, `input_tokens`, `output_tokens`, `spread`);
-- `table.csv` — a row per variant × probe × repeat: `variant`, `probe`, `repeat`, `outcome` (`ok` or why not), the
+- `table.csv` — a row per variant × probe × repeat: `variant`, `probe`, `repeat` (repeat k of every variant measured
+  with the same load draws, the same seeds, as `tune`'s repeats are), `outcome` (`ok` or why not), the
   figures (`output_tok_s`, `request_per_s`, `goodput_req_s`, `ttft_p50_ms`, `ttft_p99_ms`, `tpot_p50_ms`,
   `tpot_p99_ms`, `e2el_p50_ms`), `completed`, `failed` and the repeat's `wall_s`;
 - `variants.csv` — a row per variant: `variant`, `outcome` (`ready`, or the failure that stopped its start),
@@ -164,6 +165,12 @@ class ReplayTable:
             synthetic=bool(grid.get("synthetic")),
             slos=dict(grid.get("slos") or {}),
         )
+
+    def repeat_numbers(self, probe: str) -> list[int]:
+        """The repeat numbers some cell measured of a table probe, in order: repeat k of every cell was measured on
+        the same load draws (the same seeds), so a replay that answers one variant's repeat with k answers every
+        variant's with k."""
+        return sorted({r.repeat for v in self.variants.values() for r in v.repeats.get(probe, [])})
 
     def find(self, engine: str, flags: dict[str, Any]) -> TableVariant | None:
         """The measured variant whose factor values the config's flags hold (None: the table has no such cell)."""

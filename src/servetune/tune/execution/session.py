@@ -11,9 +11,8 @@ store (`tune.relay`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -211,7 +210,9 @@ class LaunchSession:
                     return True
                 self.progress.say(variant.name, f"{name} {repeat + 1}/{repeats}")
                 run_clock = stopwatch()
-                ctx = ProbeContext(backend, slos=slos, seed=_seed(variant, repeat), facts=facts)
+                ctx = ProbeContext.of_run(
+                    backend, run=variant.key(), repeat=repeat, draws=draw_set(variant), slos=slos, facts=facts
+                )
                 result = run_coroutine(run_probe(spec, ctx, params))
                 if result.unsteady and not result.failed_requests and engine.alive():
                     result = self._again(variant, name, repeat, result, ctx)
@@ -246,7 +247,15 @@ class LaunchSession:
         failed is not repeated: its failures are the louder problem, and the watchdog judges the engine first."""
         self.progress.say(variant.name, f"{probe} {repeat + 1}/{self.exp.suite.repeats} again: {first.unsteady[0]}")
         spec, params = get_probe(probe), self.exp.suite.probes.params(probe)
-        again = replace(ctx, seed=_seed(variant, repeat, again=True))
+        again = ProbeContext.of_run(
+            ctx.backend,
+            run=variant.key(),
+            repeat=repeat,
+            draws=draw_set(variant),
+            again=True,
+            slos=ctx.slos,
+            facts=ctx.facts,
+        )
         second = run_coroutine(run_probe(spec, again, params))
         return second.model_copy(update={"repeated_because": first.unsteady})
 
@@ -276,11 +285,11 @@ def gpu_minutes(exp: Experiment, variant: Variant, wall_s: float) -> float:
     return wall_s / 60 * max(1, exp.hardware.gpus_for(variant.config.flags))
 
 
-def _seed(variant: Variant, repeat: int, *, again: bool = False) -> int:
-    """A seed per (variant, repeat), and another for its one repeat: prompts differ between runs, so no run finds
-    another's prefix cached."""
-    digest = hashlib.sha256(f"{variant.key()}/{repeat}{'/again' if again else ''}".encode()).hexdigest()
-    return int(digest[:8], 16)
+def draw_set(variant: Variant) -> str:
+    """Which load draws a variant's repeats take (`ProbeContext.of_run`): every variant the same ones, so their
+    repeats pair; a re-measured finalist fresh ones, shared by the finalists (the confirmation is a new sample,
+    and the finalists still compare repeat by repeat)."""
+    return "confirm" if variant.confirms else ""
 
 
 def safe_name(name: str) -> str:

@@ -24,15 +24,18 @@ FigureKey = tuple[str, str]
 
 
 def aggregate(record: VariantRecord) -> dict[FigureKey, Estimate]:
-    """Each figure of each probe as a mean with a 95% CI over the repeats that measured it."""
-    values: dict[FigureKey, list[float]] = defaultdict(list)
+    """Each figure of each probe as a mean with a 95% CI over the repeats that measured it, each value with the
+    load draws it was measured on (what `stats.delta` pairs two variants' repeats by)."""
+    values: dict[FigureKey, list[tuple[float, str | None]]] = defaultdict(list)
     for run in record.runs:
         if not run.result.ok:
             continue
         for name, value in run.result.figures.items():
             if value is not None and math.isfinite(value):
-                values[(run.probe, name)].append(value)
-    return {key: est for key, xs in values.items() if (est := estimate(xs)) is not None}
+                values[(run.probe, name)].append((value, run.result.draw))
+    return {
+        key: est for key, xs in values.items() if (est := estimate([v for v, _ in xs], [d for _, d in xs])) is not None
+    }
 
 
 def repeats(record: VariantRecord) -> dict[int, list[RunResult]]:

@@ -1,7 +1,13 @@
 """Means with 95% confidence intervals from repeats, and deltas against a baseline.
 
 Student's t with n-1 degrees of freedom (a small table, so numpy is not even needed); one repeat gives a mean
-with no interval, which the ranking treats as "cannot tell apart" from anything it overlaps with."""
+with no interval, which the ranking treats as "cannot tell apart" from anything it overlaps with.
+
+Two variants whose repeats were measured on the same load draws (the tuner's common random numbers: repeat r of
+every variant sends the same arrivals and lengths) are compared repeat by repeat: the interval is that of the
+per-repeat ratios, from which the draws' share of the noise — shared by both — has dropped out. Anything
+else (other draws, other repeat counts, runs stored without their draws) is compared by Welch's interval of two
+independent samples."""
 
 from __future__ import annotations
 
@@ -59,6 +65,9 @@ class Estimate:
     half_width: float
     n: int
     sd: float
+    draws: tuple[tuple[str, float], ...] = ()
+    """Each repeat's value with the load draws it was measured on (`ProbeResult.draw`); empty when a repeat's
+    draws are not known. What `delta` pairs by."""
 
     @property
     def low(self) -> float:
@@ -72,17 +81,21 @@ class Estimate:
         return self.low <= other.high and other.low <= self.high
 
 
-def estimate(values: Sequence[float]) -> Estimate | None:
-    """Mean and 95% CI of the finite values (None when there are none)."""
-    xs = [float(v) for v in values if v is not None and math.isfinite(v)]
-    if not xs:
+def estimate(values: Sequence[float | None], draws: Sequence[str | None] | None = None) -> Estimate | None:
+    """Mean and 95% CI of the finite values (None when there are none); `draws` (one per value) names the load
+    draws each was measured on, kept when every kept value has one."""
+    named = list(zip(values, draws if draws is not None else [None] * len(values), strict=True))
+    kept = [(float(v), d) for v, d in named if v is not None and math.isfinite(v)]
+    if not kept:
         return None
+    xs = [v for v, _ in kept]
+    paired = tuple((d, v) for v, d in kept if d is not None) if all(d is not None for _, d in kept) else ()
     n = len(xs)
     mean = sum(xs) / n
     if n == 1:
-        return Estimate(mean, math.inf, 1, 0.0)
+        return Estimate(mean, math.inf, 1, 0.0, paired)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    return Estimate(mean, t975(n - 1) * sd / math.sqrt(n), n, sd)
+    return Estimate(mean, t975(n - 1) * sd / math.sqrt(n), n, sd, paired)
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,8 @@ class Delta:
     pct: float
     half_width_pct: float
     min_effect_pct: float = 0.0
+    paired: bool = False
+    """The interval is the paired one (both measured on the same draws, compared repeat by repeat)."""
 
     @property
     def significant(self) -> bool:
@@ -102,13 +117,19 @@ class Delta:
 
 
 def delta(variant: Estimate, reference: Estimate, min_effect_pct: float = 0.0) -> Delta | None:
-    """(variant − reference) / reference with Welch's interval for the difference, scaled by the reference mean.
+    """(variant − reference) / reference, in % of the reference mean, with the 95% interval of the change: the
+    paired one when both were measured on the same draws (`paired_changes`), else Welch's.
 
     The reference's own uncertainty in the denominator is ignored (first-order), which is fine while its CI is
     small against its mean; with a single repeat on either side the interval is infinite."""
     if reference.mean == 0:
         return None
     pct = 100 * (variant.mean - reference.mean) / abs(reference.mean)
+    changes = paired_changes(variant, reference)
+    if changes is not None:
+        d = estimate(changes)
+        assert d is not None
+        return Delta(pct, 100 * d.half_width, min_effect_pct, paired=True)
     if variant.n < 2 or reference.n < 2:
         return Delta(pct, math.inf, min_effect_pct)
     va, vb = variant.sd**2 / variant.n, reference.sd**2 / reference.n
@@ -117,3 +138,23 @@ def delta(variant: Estimate, reference: Estimate, min_effect_pct: float = 0.0) -
         return Delta(pct, 0.0, min_effect_pct)
     df = (va + vb) ** 2 / ((va**2 / (variant.n - 1)) + (vb**2 / (reference.n - 1)))
     return Delta(pct, 100 * t975(df) * se / abs(reference.mean), min_effect_pct)
+
+
+def paired_changes(variant: Estimate, reference: Estimate) -> list[float] | None:
+    """The relative change repeat by repeat, when the two were measured on the same draws: every repeat of each
+    names its draws and the two name the same ones (as many times each). None otherwise: another repeat count,
+    other draws, or repeats stored without their draws (a folder from before draws were recorded).
+
+    Each change is the ratio variant / reference − 1 of one draw: a draw that scales both variants alike (a
+    Poisson arrival draw moves a fixed rate's goodput ±22%) cancels in it, where a difference would keep the
+    draw's scale of the effect. A repeat whose reference measured 0 has no ratio: then every change is the
+    difference in units of the reference's mean."""
+    if not variant.draws or not reference.draws:
+        return None
+    mine, theirs = sorted(variant.draws), sorted(reference.draws)
+    if [d for d, _ in mine] != [d for d, _ in theirs]:
+        return None
+    pairs = [(a, b) for (_, a), (_, b) in zip(mine, theirs, strict=True)]
+    if all(b != 0 for _, b in pairs):
+        return [a / b - 1 for a, b in pairs]
+    return [(a - b) / abs(reference.mean) for a, b in pairs]

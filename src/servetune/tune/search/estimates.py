@@ -2,6 +2,11 @@
 on the simulator (`servetune.sim.backend.SimBackend`) for each vLLM/sim variant, so the loop can launch the
 predicted best first (`estimate.mode: order`) or launch only the best few (`prune`).
 
+The simulator's order: variants predicted to miss the experiment's latency SLOs by more than a margin
+(`SLO_MARGIN_PCT`) come after every other judged variant, least miss first — a variant that misses an SLO is never
+ranked, however fast — and the rest go by the predicted objective. `order` launches in that order, `prune` keeps
+its first `keep`.
+
 Predictions are stored like a probe run named `estimate` (figures `<probe>.<figure>`, e.g.
 `decode_speed.output_tok_s`), next to the measured ones: the report shows predicted and measured side by side,
 and a pruned variant keeps its predicted figures. A probe the simulator cannot run (`simulable=False`, e.g.
@@ -11,7 +16,7 @@ memory headroom) cannot be an estimated objective (the loader rejects it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +24,7 @@ from pydantic import BaseModel
 
 from servetune.engines.config import EngineConfig
 from servetune.errors import ServetuneError
+from servetune.metrics.slo import is_latency_slo, slo_miss
 from servetune.process.interrupts import run_coroutine
 from servetune.suite.registry import get_probe
 from servetune.suite.result import ProbeResult
@@ -26,13 +32,19 @@ from servetune.suite.run import run_probe
 from servetune.suite.spec import ProbeContext, ProbeSpec
 from servetune.tune.schema.experiment import Experiment, Objective
 from servetune.tune.schema.variants import Variant
-from servetune.tune.search.order import order_by_estimate, prune_by_estimate
+from servetune.tune.search.order import Standing, order_by_estimate, prune_by_estimate
 
 if TYPE_CHECKING:
     from servetune.sim.profile import CalibrationProfile
 
 ESTIMATE_PROBE = "estimate"
 """The store's probe name for the simulator's predictions of a variant."""
+
+
+SLO_MARGIN_PCT = 25.0
+"""How far past a latency SLO's bound a prediction must be for its variant to count as predicted to miss it, in % of
+the bound: the simulator's latencies are planning values, tens of percent off where it is uncalibrated or models a
+part of TTFT crudely, so a variant predicted just past a bound may well meet it when measured."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,26 @@ class Prediction:
     figures: dict[str, float]
     objective: float | None
     reason: str | None = None
+    slo_excess_pct: float | None = None
+    """How far its predicted latency is past the experiment's latency SLOs, in % of the bound, where it is
+    furthest (negative: inside every bound); None without latency SLOs or predicted latencies."""
+    slo_text: str = ""
+    """That latency against its bound, in words."""
+
+    @property
+    def misses_slos(self) -> bool:
+        """Predicted to miss a latency SLO by more than `SLO_MARGIN_PCT`."""
+        return self.slo_excess_pct is not None and self.slo_excess_pct > SLO_MARGIN_PCT
+
+    def standing(self, goal: str) -> Standing | None:
+        """Its place in the simulator's order, lower first (None: not judged): every variant predicted to meet
+        the SLOs (or within the margin) by its objective, then those predicted to miss them, least miss first."""
+        if self.objective is None:
+            return None
+        if self.misses_slos:
+            assert self.slo_excess_pct is not None
+            return (1.0, self.slo_excess_pct)
+        return (0.0, -self.objective if goal == "max" else self.objective)
 
     def as_result(self, note: str) -> ProbeResult:
         return ProbeResult(
@@ -65,17 +97,16 @@ class Verdict:
 
 
 def judge(exp: Experiment, variants: list[Variant], predictions: dict[str, Prediction]) -> Verdict:
-    """Orders (and with `prune`, cuts) a stage's variants by their predicted objective."""
+    """Orders (and with `prune`, cuts) a stage's variants by the simulator's standing (`Prediction.standing`:
+    the predicted objective, after any predicted SLO miss)."""
     spec, objective = exp.estimate, exp.resolved_objective()
-    goal = objective.direction
-    scores = {key: p.objective for key, p in predictions.items()}
+    standings = {key: p.standing(objective.direction) for key, p in predictions.items()}
     launch, pruned = list(variants), list[Variant]()
     if spec.mode == "prune":
-        launch, pruned = prune_by_estimate(variants, scores, goal, spec.keep or len(variants))
-    sign = 1.0 if goal == "max" else -1.0
+        launch, pruned = prune_by_estimate(variants, standings, spec.keep or len(variants))
     judged = sorted(
-        (v for v in variants if not v.baseline and scores.get(v.key()) is not None),
-        key=lambda v: -sign * scores[v.key()],  # type: ignore[operator]
+        (v for v in variants if not v.baseline and standings.get(v.key()) is not None),
+        key=lambda v: standings[v.key()],  # type: ignore[arg-type, return-value]
     )
     place = {v.key(): i for i, v in enumerate(judged, 1)}
     dropped = {v.key() for v in pruned}
@@ -87,9 +118,52 @@ def judge(exp: Experiment, variants: list[Variant], predictions: dict[str, Predi
             continue
         where = f", #{place[variant.key()]} of {len(judged)}" if variant.key() in place else " (baseline)"
         note = f"predicted {objective.label} = {p.objective:.4g}{where} by the simulator"
+        if p.misses_slos:
+            note += f"; predicted to miss the SLOs by more than {SLO_MARGIN_PCT:g}%: {p.slo_text}"
         notes[variant.key()] = note + (f" (estimate.keep = {spec.keep})" if variant.key() in dropped else "")
-    count = sum(1 for v in variants if scores.get(v.key()) is not None)
-    return Verdict(order_by_estimate(launch, scores, goal), pruned, notes, count)
+    count = sum(1 for v in variants if standings.get(v.key()) is not None)
+    return Verdict(order_by_estimate(launch, standings), pruned, notes, count)
+
+
+Past = tuple[float, str, float, float]
+"""How far one latency is past its SLO: (% of the bound, the SLO's key, the value, the bound)."""
+
+
+def slo_excess(slos: Mapping[str, float], spec: ProbeSpec, result: ProbeResult) -> tuple[float, str] | None:
+    """How far a simulated probe's latencies are past the latency SLOs, in % of the bound, where furthest, and
+    that in words — judged as the ranking judges measured repeats (`rank.slo_failures`): a probe that judges the
+    latency SLOs (the load curve) by its level that comes closest to meeting all of them, any other by the worst
+    figure that declares each SLO's metric. None: no latency SLO, or no latency predicted."""
+    bounds = {key: bound for key, bound in slos.items() if is_latency_slo(key) and bound > 0}
+    if not bounds:
+        return None
+
+    def furthest(values: Mapping[str, float | None]) -> Past | None:
+        past = [
+            (100 * (value / bound - 1), key, value, bound)
+            for key, bound in bounds.items()
+            if (value := values.get(key)) is not None and math.isfinite(value)
+        ]
+        return max(past) if past else None
+
+    if spec.judges_latency_slos:
+        levels = [found for point in result.points if (found := furthest(point)) is not None]
+        worst = min(levels) if levels else None
+    else:
+        declared: dict[str, float | None] = {}
+        for key in bounds:
+            metric = key.split("_")[0]
+            values = [
+                v
+                for name, v in result.figures.items()
+                if v is not None and (figure := spec.figure(name)) is not None and figure.slo == metric
+            ]
+            declared[key] = max(values) if values else None
+        worst = furthest(declared)
+    if worst is None:
+        return None
+    excess, key, value, bound = worst
+    return excess, slo_miss(key, value, bound) or f"{key} {value:.4g} ≤ {bound:g}"
 
 
 def load_calibration(path: str | None) -> CalibrationProfile | None:
@@ -138,7 +212,14 @@ class SimPredictor:
         probe, label = self.objective.probe, self.objective.label
         named = {f"{probe}.{k}": v for k, v in result.figures.items() if v is not None and math.isfinite(v)}
         value = named.get(label)
-        return Prediction(named, value, None if value is not None else f"{self.objective.figure} was not predicted")
+        past = slo_excess(self.slos, self.spec, result)
+        return Prediction(
+            named,
+            value,
+            None if value is not None else f"{self.objective.figure} was not predicted",
+            slo_excess_pct=past[0] if past else None,
+            slo_text=past[1] if past else "",
+        )
 
 
 def predictor(exp: Experiment) -> Predictor:

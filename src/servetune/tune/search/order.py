@@ -27,32 +27,34 @@ def count_launches(variants: Sequence[Variant]) -> int:
     return launches
 
 
-def order_by_estimate(variants: Sequence[Variant], scores: Mapping[str, float | None], goal: str) -> list[Variant]:
-    """Launch groups best predicted first (`scores` by variant key; a group counts its best member); the
+Standing = tuple[float, ...]
+"""A variant's place in the simulator's judgement, lower first (`estimates.Prediction.standing`)."""
+
+
+def order_by_estimate(variants: Sequence[Variant], standings: Mapping[str, Standing | None]) -> list[Variant]:
+    """Launch groups best judged first (`standings` by variant key; a group counts its best member); the
     baseline's group still goes first, unjudged groups last; ties keep the declared order."""
-    sign = 1.0 if goal == "max" else -1.0
     groups: dict[str, list[Variant]] = {}
     for variant in order_variants(variants):
         groups.setdefault(variant.launch_key(), []).append(variant)
 
-    def best(group: list[Variant]) -> float | None:
-        known = [sign * s for v in group if (s := scores.get(v.key())) is not None]
-        return max(known) if known else None
+    def best(group: list[Variant]) -> Standing | None:
+        known = [s for v in group if (s := standings.get(v.key())) is not None]
+        return min(known) if known else None
 
-    def key(group: list[Variant]) -> tuple[bool, bool, float]:
-        score = best(group)
-        return (not any(v.baseline for v in group), score is None, -(score or 0.0))
+    def key(group: list[Variant]) -> tuple[bool, bool, Standing]:
+        standing = best(group)
+        return (not any(v.baseline for v in group), standing is None, standing or ())
 
     return [variant for group in sorted(groups.values(), key=key) for variant in group]
 
 
 def prune_by_estimate(
-    variants: Sequence[Variant], scores: Mapping[str, float | None], goal: str, keep: int
+    variants: Sequence[Variant], standings: Mapping[str, Standing | None], keep: int
 ) -> tuple[list[Variant], list[Variant]]:
-    """(to launch, judged by estimate only, best predicted first): the baseline, the `keep` best predicted
-    other variants, and every variant the simulator could not judge are launched; the rest are not."""
-    sign = 1.0 if goal == "max" else -1.0
-    judged = [v for v in variants if not v.baseline and scores.get(v.key()) is not None]
-    best = sorted(judged, key=lambda v: -sign * scores[v.key()])  # type: ignore[operator]
+    """(to launch, judged by estimate only, best judged first): the baseline, the `keep` best judged other
+    variants, and every variant the simulator could not judge are launched; the rest are not."""
+    judged = [v for v in variants if not v.baseline and standings.get(v.key()) is not None]
+    best = sorted(judged, key=lambda v: standings[v.key()])  # type: ignore[arg-type, return-value]
     dropped = {v.key() for v in best[keep:]}
     return [v for v in variants if v.key() not in dropped], best[keep:]
