@@ -63,7 +63,9 @@ def terminal_line(event: dict[str, Any]) -> str | None:
         return f"proxy {event.get('proxy_url')} (control {event.get('control_url')}); serving {event.get('origin')}"
     if kind == "state" and event.get("state") == "ready":
         took = f" in {event['startup_s']:.1f} s" if isinstance(event.get("startup_s"), int | float) else ""
-        return f"{role} ready{took}: engine pid {event.get('pid')} at {event.get('url')}"
+        start = event.get("start")
+        cache = f" ({_cache(start)})" if isinstance(start, dict) else ""
+        return f"{role} ready{took}{cache}: engine pid {event.get('pid')} at {event.get('url')}"
     if kind == "state" and event.get("state") == "backoff":
         return f"{role} restarts in {event.get('delay_s')} s (attempt {event.get('attempt')})"
     if kind == "start_failed":
@@ -104,6 +106,12 @@ def terminal_line(event: dict[str, Any]) -> str | None:
             "no process left" if event.get("clean") else "some processes survived (see the stopped event)"
         )
     return None
+
+
+def _cache(start: dict[str, Any]) -> str:
+    """`cold compile cache` / `warm compile cache` / `no compile cache` of a start record."""
+    cache = start.get("compile_cache")
+    return f"{cache} compile cache" if cache in ("warm", "cold") else "no compile cache"
 
 
 def _log(event: dict[str, Any]) -> str:

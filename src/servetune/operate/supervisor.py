@@ -52,6 +52,7 @@ from servetune.operate.proxy import Nginx, NginxGone, ProxySettings, upstream_ke
 from servetune.operate.role import Hung, Role
 from servetune.operate.serve_options import ServeOptions
 from servetune.operate.sizing import long_prompt_bytes
+from servetune.operate.starts import StartRecord, record
 from servetune.operate.switch import blue_green
 from servetune.process.logfollow import read_text
 from servetune.process.ports import free_port
@@ -62,6 +63,10 @@ TICK_S = 0.05
 """Main-loop period: a dead engine (its process gone) is noticed within this."""
 SWITCH_SLACK_S = 120.0
 """A switch takes green's startup, blue's drain, and this for the acceptance probe and the reload."""
+
+
+STATUS_STARTS = 5
+"""Starts per role `/status` lists (the latest)."""
 
 
 class _StopNow(BaseException):
@@ -87,6 +92,8 @@ class Supervisor:
             )
         self.options = options
         self.origin = origin
+        self.starts: list[StartRecord] = []
+        """Every start that served, with its time and compile cache: what the next start's estimate comes from."""
         self.say = say
         """Where the events a person at the terminal needs (proxy URL, ready, restarts, switch, stop) are told."""
         self.roles: dict[str, Role] = {"main": Role("main", cfg, fallback=fallback)}
@@ -427,10 +434,15 @@ class Supervisor:
             self._pending = None
             return None, {"cause": "acceptance_failed", "excerpt": verdict.detail, "log": str(engine.log_path)}
         self._pending = None
+        seconds = time.monotonic() - t0
+        start = record(role.name, cfg, _facts_now(engine), seconds)
+        self.starts.append(start)
         return engine, {
-            "startup_s": round(time.monotonic() - t0, 3),
+            "startup_s": round(seconds, 3),
             "acceptance_s": verdict.seconds,
             "acceptance": verdict.detail,
+            "compile_cache": start.compile_cache,
+            "start": start.model_dump(mode="json"),
         }
 
     def _start(self, role: Role) -> None:
@@ -666,6 +678,7 @@ class Supervisor:
                         "url": r.engine.base_url if r.engine else None,
                         "config": r.cfg.public(),
                         "recent_failures": len(r.deaths),
+                        "starts": [s.model_dump(mode="json") for s in self.starts if s.role == name][-STATUS_STARTS:],
                     }
                     for name, r in self.roles.items()
                 },
