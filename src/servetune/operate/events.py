@@ -94,9 +94,26 @@ def terminal_line(event: dict[str, Any]) -> str | None:
     if kind == "fallback_ready":
         return f"{role} fallback ready; it gives up: {event.get('gives_up')}"
     if kind == "switch_started":
+        if event.get("decision") == "drain_and_replace":
+            bound = event.get("unavailable_bound_s")
+            return f"switch started: {role} drains and stops the old config, then starts the new one (no engine " + (
+                f"serves for up to {bound:.0f} s)" if isinstance(bound, int | float) else "serves meanwhile)"
+            )
         return f"switch started: {role} starts the new config beside the old one"
     if kind == "switch_done":
+        if event.get("decision") == "drain_and_replace":
+            return (
+                f"switch done in {event.get('total_s')} s: {role} now at {event.get('green_url')}; no engine served "
+                f"for {event.get('unavailable_s')} s (at most {event.get('bound_s')} s planned)"
+            )
         return f"switch done in {event.get('total_s')} s: {role} now at {event.get('green_url')}"
+    if kind == "switch_refused":
+        fixes = "; ".join(str(f) for f in event.get("fixes") or [])
+        return f"switch refused, nothing changed: {event.get('reason')}" + (f". Fix: {fixes}" if fixes else "")
+    if kind == "waiting_for_memory":
+        return f"{role} waits for memory before it starts (up to {event.get('up_to_s')} s): {event.get('reason')}"
+    if kind == "memory_free":
+        return f"{role} has the memory it needs after {event.get('waited_s')} s"
     if kind == "switch_failed":
         return f"switch failed, nothing changed: {event.get('reason')}"
     if kind == "stopping":
