@@ -435,8 +435,8 @@ def run_long(form: str, ctx: Context, env: dict[str, str]) -> None:
 
 
 def run_switch(form: str, ctx: Context, env: dict[str, str]) -> None:
-    """`serve --switch NEW`: the running serve it talks to is started first (`serve CONFIG` with the line's own
-    `--run-dir`, as a user would have it), then switched, then stopped."""
+    """`serve --switch NEW [--check]`: the running serve it talks to is started first (`serve CONFIG` with the line's
+    own `--run-dir`, as a user would have it), then switched (or only asked for the plan), then stopped."""
     words = words_of(form)
     given = ["--run-dir", words[words.index("--run-dir") + 1]] if "--run-dir" in words else []
     run_dir = ctx.cwd / run_dir_of(words)
@@ -445,8 +445,12 @@ def run_switch(form: str, ctx: Context, env: dict[str, str]) -> None:
     try:
         blue.wait_for(serve_ready(run_dir, before), READY_S)
         done = run(form, ctx.cwd, ONE_SHOT_S, env)
-        assert done.code == 0 and "switched in" in done.out + done.err, str(done)
-        assert any(e.get("event") == "switch_done" for e in _events(run_dir)[before:]), str(done)
+        if "--check" in words:  # the plan only: printed, nothing started
+            assert done.code == 0 and "switch plan:" in done.out + done.err, str(done)
+            assert not any(e.get("event") == "switch_started" for e in _events(run_dir)[before:]), str(done)
+        else:
+            assert done.code == 0 and "switched in" in done.out + done.err, str(done)
+            assert any(e.get("event") == "switch_done" for e in _events(run_dir)[before:]), str(done)
         code = blue.stop(signal.SIGTERM)
         assert code in (0, 130), f"the switched serve exited {code}:\n{blue.output()[-4000:]}"
     finally:

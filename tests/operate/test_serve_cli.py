@@ -108,12 +108,41 @@ def test_the_documented_switch_command_runs_in_the_default_relative_run_dir_and_
         (["--give-up", "0"], "--give-up: input should be greater than or equal to 1"),
         (["--switch", "new.yaml", "config.yaml"], "--switch asks the serve running in"),
         (["--switch", "new.yaml", "--engine", "llamacpp"], "it takes no --engine"),
+        (["--check"], "--check belong(s) to a switch"),
+        (["--max-unavailable-s", "60"], "--max-unavailable-s belong(s) to a switch"),
+        (["--switch", "new.yaml", "--max-unavailable-s", "-1"], "--max-unavailable-s: input should be greater than"),
+        (["--switch", "new.yaml", "--max-unavailable-s", "1e300"], "--max-unavailable-s: input should be less than"),
+        (["--memory-limit-gib", "0"], "--memory-limit-gib: input should be greater than 0"),
+        (["--memory-limit-gib", "nan"], "--memory-limit-gib: input should be a finite number"),
     ],
 )
 def test_bad_serve_options_are_refused_before_anything_starts(args: list[str], said: str, tmp_path: Path) -> None:
     done = _servetune("serve", "--model", "tiny", *args, cwd=tmp_path)
     assert done.returncode == 2 and said in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and "fix:" in done.stderr
+    assert not (tmp_path / "runs").exists(), "nothing was started"
+
+
+def test_a_fallback_that_cannot_fit_on_the_device_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """The fallback must fit on what it falls back to: a vLLM CPU fallback (its 1 GiB KV space, its files and vLLM
+    itself: 2.5 GiB) within --memory-limit-gib 1 cannot, and serve says so before it starts anything."""
+    pytest.importorskip("vllm")
+    (tmp_path / "fallback.yaml").write_text(yaml.safe_dump({"engine": "vllm", "model": "tiny"}))
+    done = _servetune(
+        "serve",
+        "--memory-limit-gib",
+        "1",
+        "--fallback",
+        "fallback.yaml",
+        "--engine",
+        "llamacpp",
+        "--model",
+        "tiny",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "the fallback profile (given: fallback.yaml) cannot run" in done.stderr and "fix:" in done.stderr
+    assert "more than the 1.00 GiB serve may use" in done.stderr
     assert not (tmp_path / "runs").exists(), "nothing was started"
 
 

@@ -99,6 +99,11 @@ class EngineAdapter(ABC):
         """Environment added to servetune's own (cfg.env wins over adapter defaults)."""
         return dict(cfg.env)
 
+    def compile_identity(self, cfg: EngineConfig) -> str | None:
+        """What the engine's compile cache is keyed by, as far as the config shows it: two configs with the same
+        identity load each other's compiled graphs (a warm start). None: the engine keeps no compile cache."""
+        return None
+
     @abstractmethod
     def version(self) -> str | None:
         """The installed engine's version, without starting it (None when unknown)."""

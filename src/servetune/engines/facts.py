@@ -46,6 +46,14 @@ class EngineFacts(BaseModel):
     cuda_graph_capture_s: float | None = None
     compile_s: float | None = None
     init_engine_s: float | None = None
+    compile_cache: str | None = None
+    """`warm`: every compiled graph came from vLLM's compile cache; `cold`: at least one was compiled (no cache
+    entry for this config's key, or one vLLM could not load); None: the log has no compile lines (--enforce-eager,
+    or a start that died before compiling)."""
+    compile_cache_key: str | None = None
+    """The folder vLLM keyed its compile cache by (`torch_compile_cache/<key>`, else the AOT artifact's hash)."""
+    compile_cache_note: str | None = None
+    """Why a cache entry that was there did not load (vLLM's own words), when it says so."""
     auto_fit_max_model_len: int | None = None
     util_with_graphs: float | None = None
     """From "The current --gpu-memory-utilization=U is equivalent to --gpu-memory-utilization=E": U ..."""

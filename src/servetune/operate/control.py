@@ -2,9 +2,11 @@
 
 `GET /metrics` (the supervisor's own series; the engine's are behind the proxy at `/metrics`), `GET /status`,
 `GET /healthz` (the supervisor loop lives), `GET /readyz` (200 while the main role has a ready engine) and
-`POST /switch` (bearer token from the run folder's control.token, mode 0600) with an engine config as JSON;
-the answer comes when the blue-green procedure has finished. `request_switch` is the client side
-(`servetune serve --switch NEW`): it finds the running supervisor from its run folder and waits for the outcome.
+`POST /switch` (bearer token from the run folder's control.token, mode 0600) with an engine config as JSON, the
+switch's bound on unavailability and whether only its plan is asked (`check`); the answer (the memory plan, and
+the outcome) comes when the procedure has finished, or at once for a check or a refusal. `request_switch` is the
+client side (`servetune serve --switch NEW`): it finds the running supervisor from its run folder and waits for
+the outcome.
 The server sees the supervisor only through `ControlHost`, so neither module imports the other's internals.
 """
 
@@ -27,6 +29,8 @@ from servetune.operate.source import config_from_data
 from servetune.process.interrupts import run_coroutine
 
 MAX_BODY_BYTES = 1 << 20
+MAX_UNAVAILABLE_S = 86400.0
+"""A day: the bound `--max-unavailable-s` has on the command line."""
 STATE_FILE = "serve.json"
 """In the run folder while `servetune serve` runs: its pid, proxy and control URLs."""
 LOCK_FILE = "serve.lock"
@@ -40,6 +44,10 @@ class SwitchRequest:
     """A pending switch: the control server waits on `done` for `result`."""
 
     cfg: EngineConfig
+    check: bool = False
+    """Only the plan is asked: nothing is started or stopped."""
+    max_unavailable_s: float = 0.0
+    """The longest time without a ready engine this switch may cause (a drain-and-replace)."""
     result: dict[str, Any] | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -87,10 +95,16 @@ class ControlServer:
         try:
             data = json.loads(body)
             cfg = config_from_data(data.get("config") if isinstance(data, dict) else None, "the switch request")
+            check = data.get("check", False)
+            bound = data.get("max_unavailable_s", 0.0)
+            if not isinstance(check, bool):
+                raise ValueError(f"check must be true or false, not {check!r}")
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or not 0 <= bound <= MAX_UNAVAILABLE_S:
+                raise ValueError(f"max_unavailable_s must be a number of seconds in [0, {MAX_UNAVAILABLE_S:g}]")
         except (ValueError, ServetuneError) as err:
-            problem = err.problem if isinstance(err, ServetuneError) else f"not JSON: {err}"
+            problem = err.problem if isinstance(err, ServetuneError) else str(err)
             return 400, {"ok": False, "reason": problem}
-        request = SwitchRequest(cfg=cfg)
+        request = SwitchRequest(cfg=cfg, check=check, max_unavailable_s=float(bound))
         self.supervisor.queue.put(request)
         request.done.wait()
         result = request.result or {"ok": False, "reason": "the supervisor stopped before the switch ran"}
@@ -144,10 +158,19 @@ def _handler(server: ControlServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float | None = None) -> dict[str, Any]:
-    """Asks the `servetune serve` running in `run_dir` to switch to `cfg`; the outcome, or a ServetuneError.
-    The wait is `timeout_s`, else the one the running serve wrote in its state (its startup timeout, its drain
-    and some slack): the serve's options, not the client's, decide how long a switch may take."""
+def request_switch(
+    run_dir: Path,
+    cfg: EngineConfig,
+    timeout_s: float | None = None,
+    *,
+    check: bool = False,
+    max_unavailable_s: float = 0.0,
+) -> dict[str, Any]:
+    """Asks the `servetune serve` running in `run_dir` to switch to `cfg` (or, `check`, for the switch's plan
+    only); the outcome — a refusal by the plan included (`refused`, with its fix) — or a ServetuneError when the
+    switch was tried and failed. The wait is `timeout_s`, else the one the running serve wrote in its state (its
+    startup timeout, its drain and some slack): the serve's options, not the client's, decide how long a switch
+    may take."""
     try:
         state = json.loads((run_dir / STATE_FILE).read_text())
         token = (run_dir / TOKEN_FILE).read_text().strip()
@@ -163,16 +186,21 @@ def request_switch(run_dir: Path, cfg: EngineConfig, timeout_s: float | None = N
             f"no running `servetune serve` in {run_dir} ({why})", "pass the --run-dir of the running serve"
         ) from None
     try:
-        status, answer = run_coroutine(client.post_json("/switch", {"config": cfg.model_dump(mode="json")}))
+        body = {"config": cfg.model_dump(mode="json"), "check": check, "max_unavailable_s": max_unavailable_s}
+        status, answer = run_coroutine(client.post_json("/switch", body))
     except ControlError as err:
         raise ServetuneError(
             f"cannot reach the running serve at {url}: {err.problem}",
             "is `servetune serve` still running?",
         ) from None
+    if isinstance(answer, dict) and answer.get("refused"):
+        return dict(answer)
     if status != 200:
         reason = answer.get("reason") if isinstance(answer, dict) else None
+        changed = isinstance(answer, dict) and answer.get("nothing_changed") is False
+        what = "the old config was started again" if changed else "nothing changed"
         raise ServetuneError(
-            f"the switch failed, nothing changed: {reason or f'HTTP {status}'}",
+            f"the switch failed, {what}: {reason or f'HTTP {status}'}",
             "fix the new config (its log is named in the event log) and switch again",
         )
     return dict(answer) if isinstance(answer, dict) else {}

@@ -63,7 +63,9 @@ def terminal_line(event: dict[str, Any]) -> str | None:
         return f"proxy {event.get('proxy_url')} (control {event.get('control_url')}); serving {event.get('origin')}"
     if kind == "state" and event.get("state") == "ready":
         took = f" in {event['startup_s']:.1f} s" if isinstance(event.get("startup_s"), int | float) else ""
-        return f"{role} ready{took}: engine pid {event.get('pid')} at {event.get('url')}"
+        start = event.get("start")
+        cache = f" ({_cache(start)})" if isinstance(start, dict) else ""
+        return f"{role} ready{took}{cache}: engine pid {event.get('pid')} at {event.get('url')}"
     if kind == "state" and event.get("state") == "backoff":
         return f"{role} restarts in {event.get('delay_s')} s (attempt {event.get('attempt')})"
     if kind == "start_failed":
@@ -92,9 +94,26 @@ def terminal_line(event: dict[str, Any]) -> str | None:
     if kind == "fallback_ready":
         return f"{role} fallback ready; it gives up: {event.get('gives_up')}"
     if kind == "switch_started":
+        if event.get("decision") == "drain_and_replace":
+            bound = event.get("unavailable_bound_s")
+            return f"switch started: {role} drains and stops the old config, then starts the new one (no engine " + (
+                f"serves for up to {bound:.0f} s)" if isinstance(bound, int | float) else "serves meanwhile)"
+            )
         return f"switch started: {role} starts the new config beside the old one"
     if kind == "switch_done":
+        if event.get("decision") == "drain_and_replace":
+            return (
+                f"switch done in {event.get('total_s')} s: {role} now at {event.get('green_url')}; no engine served "
+                f"for {event.get('unavailable_s')} s (at most {event.get('bound_s')} s planned)"
+            )
         return f"switch done in {event.get('total_s')} s: {role} now at {event.get('green_url')}"
+    if kind == "switch_refused":
+        fixes = "; ".join(str(f) for f in event.get("fixes") or [])
+        return f"switch refused, nothing changed: {event.get('reason')}" + (f". Fix: {fixes}" if fixes else "")
+    if kind == "waiting_for_memory":
+        return f"{role} waits for memory before it starts (up to {event.get('up_to_s')} s): {event.get('reason')}"
+    if kind == "memory_free":
+        return f"{role} has the memory it needs after {event.get('waited_s')} s"
     if kind == "switch_failed":
         return f"switch failed, nothing changed: {event.get('reason')}"
     if kind == "stopping":
@@ -104,6 +123,12 @@ def terminal_line(event: dict[str, Any]) -> str | None:
             "no process left" if event.get("clean") else "some processes survived (see the stopped event)"
         )
     return None
+
+
+def _cache(start: dict[str, Any]) -> str:
+    """`cold compile cache` / `warm compile cache` / `no compile cache` of a start record."""
+    cache = start.get("compile_cache")
+    return f"{cache} compile cache" if cache in ("warm", "cold") else "no compile cache"
 
 
 def _log(event: dict[str, Any]) -> str:

@@ -103,7 +103,7 @@ def gives_up(before: Capacity | None, after: Capacity | None) -> str:
     return "; ".join(parts) + f" ({who})"
 
 
-def _set_flag(cfg: EngineConfig, key: str, value: FlagValue) -> EngineConfig:
+def set_flag(cfg: EngineConfig, key: str, value: FlagValue) -> EngineConfig:
     """The config with one vLLM flag set (a config holds canonical names, whatever spelling the user wrote)."""
     return cfg.with_flags(**{key: value})
 
@@ -129,11 +129,11 @@ def plan_fallback(
         )
     new_tp = tp // 2
     new_gpus = max(1, num_gpus * new_tp // tp)
-    trial = _set_flag(cfg, "tensor-parallel-size", new_tp)
+    trial = set_flag(cfg, "tensor-parallel-size", new_tp)
     plan = plan_for(trial, gpu, new_gpus, with_fixes=False)
     steps = [f"tensor parallel {tp} → {new_tp} on {new_gpus}x {gpu.name}"]
     if not plan.feasible and 0 < plan.estimated_max_model_len < plan.max_model_len:
-        trial = _set_flag(trial, "max-model-len", plan.estimated_max_model_len)
+        trial = set_flag(trial, "max-model-len", plan.estimated_max_model_len)
         plan = plan_for(trial, gpu, new_gpus, with_fixes=False)
         steps.append(f"max_model_len {before.max_model_len:,} → {plan.max_model_len:,} (the longest that fits)")
     if not plan.feasible:
@@ -144,7 +144,7 @@ def plan_fallback(
     tokens = typical_request_tokens or plan.max_model_len
     fit = max(1, math.floor(plan.concurrency_for(min(tokens, plan.max_model_len))))
     if fit < plan.max_num_seqs:
-        trial = _set_flag(trial, "max-num-seqs", fit)
+        trial = set_flag(trial, "max-num-seqs", fit)
         plan = plan_for(trial, gpu, new_gpus, with_fixes=False)
         steps.append(f"max_num_seqs {before.max_num_seqs} → {fit} (requests of {tokens:,} tokens that fit)")
     return Fallback(

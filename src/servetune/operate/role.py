@@ -35,6 +35,10 @@ class Role:
     ready_at: float = 0.0
     primary_capacity: Capacity | None = None
     """Measured capacity of the last engine of the primary profile (what a fallback is compared with)."""
+    launches: int = 0
+    """Starts attempted; every start after the first is planned against the device's memory first."""
+    memory_wait_since: float | None = None
+    """When the next start began waiting for memory to be free (None: not waiting)."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ MAX_COUNT = 1000
 """The most misses or failures in a row an option may ask for."""
 MAX_TOKENS = 10_000_000
 """More prompt tokens than any model's context."""
+MAX_GIB = 65536.0
+"""More memory than any one GPU or host has (64 TiB)."""
 
 
 def _flags(*names: str) -> dict[str, Any]:
@@ -130,6 +132,14 @@ class ServeOptions(BaseModel):
         f"else {DEFAULT_READ_TIMEOUT_S:g})",
         json_schema_extra=_flags("read-timeout"),
     )
+    memory_limit_gib: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_GIB,
+        allow_inf_nan=False,
+        description="GiB serve's engines may hold together on their device: per GPU for vLLM on GPUs, of host RAM "
+        "for CPU engines (default: the whole device); switches, restarts and the fallback are planned within it",
+    )
     sizing: ServeSizing = ServeSizing()
     """What the source's measurements say (None where nothing was measured)."""
 
@@ -190,6 +200,21 @@ class ServeArgs(ServeOptions):
     gpu: str | None = Field(None, description="GPU type, for the planned fallback (vLLM)")
     gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GPUs the config runs on (planned fallback)")
     long: Path | None = Field(None, description="Engine config of the dedicated long-prompt upstream")
+    check: bool = Field(
+        False,
+        description="With --switch: print the switch's memory plan and change nothing (exit 0: it would proceed, "
+        "1: it would refuse)",
+    )
+    max_unavailable_s: float = Field(
+        0.0,
+        ge=0,
+        le=DAY_S,
+        allow_inf_nan=False,
+        description="With --switch: the longest time without a ready engine the switch may cause, when green does not "
+        "fit beside blue and blue must stop first (0: side by side only)",
+        # the unit stays in the flag: `--max-unavailable` alone reads as Kubernetes' maxUnavailable (a pod count)
+        json_schema_extra=_flags("max-unavailable-s"),
+    )
 
     def options(self, evidence: Evidence) -> ServeOptions:
         """The supervision options, with what the user left unset decided by the source's measurements."""
@@ -197,5 +222,7 @@ class ServeArgs(ServeOptions):
         return ServeOptions.build(**own, sizing=serve_sizing(evidence))
 
 
-WHAT_TO_SERVE = frozenset(set(ServeArgs.model_fields) - set(ServeOptions.model_fields))
+SWITCH_ONLY = frozenset({"switch", "check", "max_unavailable_s"})
+"""The fields of a switch request (`--switch NEW`, its `--check` and its bound)."""
+WHAT_TO_SERVE = frozenset(set(ServeArgs.model_fields) - set(ServeOptions.model_fields) - SWITCH_ONLY)
 """The fields that say what to serve, not how: a switch takes none of them."""

@@ -16,7 +16,12 @@ liveness probes, the control server — and hand their findings to the main loop
 - nginx and the control server are parts too: a dead nginx (killed, or died on its own) is restarted with the
   current config after the same backoff, and `/readyz` says not ready until it listens again; a control
   server whose thread ended is started again on its port;
-- a switch request (control server) runs the blue-green procedure (switch.py);
+- every start after a role's first (a restart, the fallback) is planned against the device's memory first
+  (capacity.py): it waits while memory serve's engines do not hold is still taken (a killed engine's, which the
+  GPU driver releases late), up to the startup timeout, and one that cannot fit at all is a failure no restart
+  cures;
+- a switch request (control server) is planned (capacity.py: side by side, drain-and-replace or refused) and
+  runs the procedure the plan chose (switch.py); `--check` only answers the plan;
 - SIGTERM/SIGINT: nginx stops accepting and drains the in-flight streams up to the deadline, then the
   engines stop, and the teardown reports prove that no process is left.
 """
@@ -42,6 +47,7 @@ from servetune.engines.launch import RunningEngine, launch
 from servetune.errors import ServetuneError
 from servetune.fileio import lock_folder
 from servetune.operate.acceptance import accept, bytes_per_token
+from servetune.operate.capacity import DeviceChoice, SwitchPlan, plan_start, plan_switch
 from servetune.operate.control import LOCK_FILE, STATE_FILE, TOKEN_FILE, ControlServer, SwitchRequest
 from servetune.operate.events import EventLog
 from servetune.operate.evidence import Sized
@@ -52,7 +58,8 @@ from servetune.operate.proxy import Nginx, NginxGone, ProxySettings, upstream_ke
 from servetune.operate.role import Hung, Role
 from servetune.operate.serve_options import ServeOptions
 from servetune.operate.sizing import long_prompt_bytes
-from servetune.operate.switch import blue_green
+from servetune.operate.starts import StartRecord, estimate, record
+from servetune.operate.switch import blue_green, drain_and_replace
 from servetune.process.logfollow import read_text
 from servetune.process.ports import free_port
 from servetune.process.proctable import living
@@ -60,8 +67,18 @@ from servetune.secrets import Redactor
 
 TICK_S = 0.05
 """Main-loop period: a dead engine (its process gone) is noticed within this."""
+MEMORY_POLL_S = 0.5
+"""How often a start waiting for memory looks again."""
 SWITCH_SLACK_S = 120.0
 """A switch takes green's startup, blue's drain, and this for the acceptance probe and the reload."""
+
+
+STATUS_STARTS = 5
+"""Starts per role `/status` lists (the latest)."""
+DOES_NOT_FIT_HINT = (
+    "The config cannot fit on its device beside serve's other engines (or alone): lower its "
+    "--gpu-memory-utilization / KV space / context, raise --memory-limit-gib, or give a smaller --fallback."
+)
 
 
 class _StopNow(BaseException):
@@ -80,6 +97,8 @@ class Supervisor:
         long_cfg: EngineConfig | None = None,
         origin: str = "command line",
         say: Callable[[str], None] | None = None,
+        device: DeviceChoice | None = None,
+        measured_cold: Sized | None = None,
     ) -> None:
         if long_cfg is None and options.long_prompt_tokens is not None:
             raise ServetuneError(
@@ -87,6 +106,12 @@ class Supervisor:
             )
         self.options = options
         self.origin = origin
+        self.device = device or DeviceChoice(limit_gib=options.memory_limit_gib)
+        """What the user said of the device (--gpu, --gpus, --memory-limit-gib): what every memory plan measures."""
+        self.measured_cold = measured_cold
+        """The source's measured cold start (a tuning folder's launch_s): a start estimate before serve measured one."""
+        self.starts: list[StartRecord] = []
+        """Every start that served, with its time and compile cache: what the next start's estimate comes from."""
         self.say = say
         """Where the events a person at the terminal needs (proxy URL, ready, restarts, switch, stop) are told."""
         self.roles: dict[str, Role] = {"main": Role("main", cfg, fallback=fallback)}
@@ -253,7 +278,7 @@ class Supervisor:
             if self.gave_up is not None:
                 return
             if role.engine is None:
-                if now >= role.next_start:
+                if now >= role.next_start and self._memory_ready(role, now):
                     self._start(role)
             elif not role.engine.alive():
                 self._on_death(role)
@@ -271,13 +296,69 @@ class Supervisor:
                 self._on_hung(role, item)
         else:
             try:
-                item.result = blue_green(self, self.roles["main"], item.cfg)
+                item.result = self._switch(item)
             finally:
                 item.done.set()
 
     def emit(self, kind: str, **fields: Any) -> None:
         if self.events:
             self.events.emit(kind, **fields)
+
+    # ---- switching -------------------------------------------------------------------------------------------
+    def switch_plan(self, cfg: EngineConfig, max_unavailable_s: float) -> SwitchPlan:
+        """The memory plan of a switch of the main role to `cfg` (capacity.py), from what runs now."""
+        main = self.roles["main"]
+        others = [r.engine for r in self.roles.values() if r is not main and r.engine is not None]
+        return plan_switch(
+            main.engine,
+            others,
+            cfg,
+            estimate(self.starts, cfg, self.measured_cold),
+            self.device,
+            drain_s=self.options.drain_s,
+            stop_grace_s=self.options.stop_grace_s,
+            startup_timeout_s=self.options.startup_timeout().value,
+            max_unavailable_s=max_unavailable_s,
+        )
+
+    def _switch(self, request: SwitchRequest) -> dict[str, Any]:
+        """A switch request: its plan; then (unless `check`) the procedure the plan chose, or the refusal."""
+        role = self.roles["main"]
+        self.redactor.add(request.cfg)
+        plan = self.switch_plan(request.cfg, request.max_unavailable_s)
+        answer = {"plan": plan.model_dump(mode="json"), "lines": plan.lines(), "proceeds": plan.proceeds}
+        if request.check:
+            self.emit("switch_checked", role=role.name, decision=plan.decision, reason=plan.reason, fixes=plan.fixes)
+            return {"ok": True, "check": True, **answer}
+        if not plan.proceeds:
+            self.metrics.switches.labels(result="refused").inc()
+            self.emit("switch_refused", role=role.name, reason=plan.reason, fixes=plan.fixes, plan=answer["plan"])
+            return {"ok": False, "refused": True, "reason": plan.reason, "nothing_changed": True, **answer}
+        if plan.decision == "drain_and_replace":
+            return {**drain_and_replace(self, role, request.cfg, plan), **answer}
+        return {**blue_green(self, role, request.cfg, plan), **answer}
+
+    def set_state(self, role: Role, state: str, **fields: Any) -> None:
+        """A role's state, told in the event log and the metrics."""
+        self._set_state(role, state, **fields)
+
+    def wait_for_memory(self, role: Role, cfg: EngineConfig) -> dict[str, Any]:
+        """Blocks until a start of `cfg` fits beside the other roles' engines (or the startup timeout passed, or a
+        stop was asked): what a drain-and-replace does between blue's stop and green's start. Returns the gate's
+        last word and the seconds waited."""
+        t0 = time.monotonic()
+        while True:
+            verdict = self._gate(role, cfg)
+            waited = time.monotonic() - t0
+            if verdict.decision != "wait" or waited >= self.options.startup_timeout().value or self._stop_signal:
+                if waited >= MEMORY_POLL_S:
+                    self.emit("memory_free", role=role.name, waited_s=round(waited, 3), decision=verdict.decision)
+                return {"memory_wait_s": round(waited, 3), "memory": verdict.decision}
+            time.sleep(MEMORY_POLL_S)
+
+    def _gate(self, role: Role, cfg: EngineConfig) -> Any:
+        others = [r.engine for r in self.roles.values() if r is not role and r.engine is not None]
+        return plan_start(cfg, others, self.device)
 
     def _set_state(self, role: Role, state: str, **fields: Any) -> None:
         if role.state != state:
@@ -392,9 +473,44 @@ class Supervisor:
             self.nginx.settings = self.nginx.settings.model_copy(update=update)
 
     # ---- starting --------------------------------------------------------------------------------------------
+    def _memory_ready(self, role: Role, now: float) -> bool:
+        """Whether a role's next start may go ahead: always its first; a restart or a fallback start once the
+        device has room for it (capacity.py), after waiting at most the startup timeout for memory serve's engines
+        do not hold (a killed engine's, released late by the GPU driver). A start that cannot fit at all fails
+        here, as a failure no restart cures (`does_not_fit`: the fallback, or giving up)."""
+        if role.launches == 0 and not role.on_fallback:
+            return True
+        verdict = self._gate(role, role.cfg)
+        if verdict.decision == "wait":
+            if role.memory_wait_since is None:
+                role.memory_wait_since = now
+                self.emit(
+                    "waiting_for_memory",
+                    role=role.name,
+                    reason=verdict.reason,
+                    need_bytes=verdict.need.bytes if verdict.need else None,
+                    free_bytes=verdict.room_bytes,
+                    up_to_s=self.options.startup_timeout().value,
+                )
+            if now - role.memory_wait_since < self.options.startup_timeout().value:
+                role.next_start = now + MEMORY_POLL_S
+                return False
+        if role.memory_wait_since is not None:
+            self.emit("memory_free", role=role.name, waited_s=round(now - role.memory_wait_since, 3))
+            role.memory_wait_since = None
+        if verdict.decision == "refuse":
+            role.launches += 1
+            role.failed_starts += 1
+            info = {"cause": "does_not_fit", "excerpt": verdict.reason, "hint": DOES_NOT_FIT_HINT, "log": None}
+            self.emit("start_failed", role=role.name, failed_starts=role.failed_starts, **info)
+            self._after_failure(role, "does_not_fit", info)
+            return False
+        return True
+
     def start_engine(self, role: Role, cfg: EngineConfig) -> tuple[RunningEngine | None, dict[str, Any]]:
         """Launch + acceptance of `cfg` for `role` (not yet behind the proxy); the engine, or None and why."""
         self.emit("starting", role=role.name, config=cfg.public(), fallback=role.on_fallback)
+        role.launches += 1
         self._in_launch = True
         t0 = time.monotonic()
         try:
@@ -427,10 +543,15 @@ class Supervisor:
             self._pending = None
             return None, {"cause": "acceptance_failed", "excerpt": verdict.detail, "log": str(engine.log_path)}
         self._pending = None
+        seconds = time.monotonic() - t0
+        start = record(role.name, cfg, _facts_now(engine), seconds)
+        self.starts.append(start)
         return engine, {
-            "startup_s": round(time.monotonic() - t0, 3),
+            "startup_s": round(seconds, 3),
             "acceptance_s": verdict.seconds,
             "acceptance": verdict.detail,
+            "compile_cache": start.compile_cache,
+            "start": start.model_dump(mode="json"),
         }
 
     def _start(self, role: Role) -> None:
@@ -582,7 +703,7 @@ class Supervisor:
         while role.deaths and now - role.deaths[0] > self.options.crash_loop_window_s:
             role.deaths.popleft()
         o = self.options
-        incurable = start is not None and cause in RESTART_CANNOT_CURE
+        incurable = start is not None and (cause in RESTART_CANNOT_CURE or cause == "does_not_fit")
         starts_fail = role.failed_starts >= o.give_up_starts
         if starts_fail:
             why = f"{role.failed_starts} failed starts in a row"
@@ -666,6 +787,7 @@ class Supervisor:
                         "url": r.engine.base_url if r.engine else None,
                         "config": r.cfg.public(),
                         "recent_failures": len(r.deaths),
+                        "starts": [s.model_dump(mode="json") for s in self.starts if s.role == name][-STATUS_STARTS:],
                     }
                     for name, r in self.roles.items()
                 },

@@ -50,3 +50,16 @@ def group_members(pgid: int, *, include_session: bool = True) -> list[ProcInfo]:
 def living(members: list[ProcInfo]) -> list[ProcInfo]:
     """Members that still run (zombies are dead and only wait to be reaped); never this process itself."""
     return [m for m in members if not m.zombie and m.pid != os.getpid()]
+
+
+def group_pss_bytes(pgid: int) -> int:
+    """The memory a process group (and its session) holds: the sum of its members' PSS, each shared page split
+    among the processes that map it, so the engine's processes sharing torch's libraries are not counted twice.
+    A member that exits or cannot be read while this runs counts 0."""
+    total = 0
+    for member in living(group_members(pgid)):
+        try:
+            total += int(getattr(psutil.Process(member.pid).memory_full_info(), "pss", 0))
+        except (psutil.Error, OSError):
+            continue
+    return total
