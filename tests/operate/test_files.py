@@ -120,6 +120,28 @@ def test_serve_config_passes_nginx_t_in_every_state(tmp_path: Path) -> None:
         assert ("long;" in text) == ("long" in ups)
 
 
+def test_servetune_nginx_names_the_nginx_serve_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An nginx unpacked from Debian's package into a prefix of its own (the GPU device has none installed) is
+    found through $SERVETUNE_NGINX; a path that is no executable is a clear error naming the variable."""
+    real = _need("nginx")
+    wrapper = tmp_path / "bin" / "nginx"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv(proxy.NGINX_ENV, str(wrapper))
+    assert proxy.nginx_binary() == str(wrapper)
+    conf = tmp_path / "nginx.conf"
+    settings = proxy.ProxySettings(
+        read_timeout=Sized(value=60, source="t"), body_bytes=Sized(value=1 << 20, source="t")
+    )
+    conf.write_text(proxy.render(settings, {"main": None}, prefix=tmp_path))
+    proxy.check_config(conf, tmp_path)
+    monkeypatch.setenv(proxy.NGINX_ENV, str(tmp_path / "missing"))
+    with pytest.raises(ServetuneError) as info:
+        proxy.nginx_binary()
+    assert "SERVETUNE_NGINX" in info.value.problem and "SERVETUNE_NGINX" in info.value.fix
+
+
 def test_no_idle_connections_kept_to_llamacpp_and_none_past_the_engines_idle_limit(tmp_path: Path) -> None:
     """llama.cpp's server gives each open connection a thread and drops idle ones at 5 s (a request sent on a
     closing one failed through nginx in benchmarks/operate): no upstream keepalive for it; vLLM's connections are

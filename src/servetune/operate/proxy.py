@@ -206,11 +206,28 @@ def _holding(pids: set[int], inode: str) -> bool:
     return False
 
 
+NGINX_ENV = "SERVETUNE_NGINX"
+"""The nginx executable to run, when it is not the one on PATH (an nginx unpacked from Debian's package into a
+prefix of its own: benchmarks/operate/nginx_unpack.sh)."""
+
+
 def nginx_binary() -> str:
-    """The nginx executable (Debian puts it in /usr/sbin, which a non-root PATH may lack)."""
+    """The nginx executable: $SERVETUNE_NGINX, else nginx on PATH, else /usr/sbin/nginx (Debian puts it there, and
+    a non-root PATH may lack it)."""
+    given = os.environ.get(NGINX_ENV)
+    if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            raise ServetuneError(
+                f"{NGINX_ENV}={given} is not an executable file",
+                f"point {NGINX_ENV} at an nginx executable, or unset it",
+            )
+        return given
     found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
     if not found:
-        raise ServetuneError("nginx is not installed", "apt-get install -y nginx (scripts/setup.sh installs it)")
+        raise ServetuneError(
+            "nginx is not installed",
+            f"apt-get install -y nginx (scripts/setup.sh installs it), or set {NGINX_ENV} to an nginx executable",
+        )
     return found
 
 
