@@ -1,7 +1,7 @@
 """Executors run launch groups (each a `LaunchSession` of one engine start), as AIPerf's executors run its plan:
 the loop submits groups and waits for them, and never knows where they ran.
 
-- `local` (`LocalExecutor`): one group at a time, in this process, writing the store itself;
+- `local` (`tune.local`): one group at a time, in this process, writing the store itself;
 - `local-gpus` (`tune.local_gpus`): groups side by side on slots of this host's GPUs;
 - `ray` (`tune.ray_executor`): each group a Ray task on a node with the GPUs (or the custom resource) it needs;
 - `replay` (`tune.replay`): nothing launched, every group answered from a measured table.
@@ -13,10 +13,10 @@ executor only, when one is made.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import Protocol
 
+from servetune.tune.execution.local import LocalExecutor
 from servetune.tune.execution.session import LaunchSession
 from servetune.tune.results.store import Store
 from servetune.tune.schema.experiment import Experiment
@@ -41,34 +41,6 @@ class Executor(Protocol):
 
     def close(self) -> None:
         """Stops whatever still runs (an interrupted run) and forgets what is queued."""
-
-
-class LocalExecutor:
-    """One launch group at a time, here, in this process."""
-
-    def __init__(self) -> None:
-        self._queued: deque[list[Variant]] = deque()
-        self._session: LaunchSession | None = None
-
-    def bind(self, session: LaunchSession, store: Store) -> None:
-        self._session = session
-
-    def has_room(self) -> bool:
-        return not self._queued
-
-    def submit(self, group: Sequence[Variant]) -> None:
-        self._queued.append(list(group))
-
-    def wait(self) -> list[Variant] | None:
-        if not self._queued:
-            return None
-        assert self._session is not None, "bind() first"
-        group = self._queued.popleft()
-        self._session.run(group)
-        return group
-
-    def close(self) -> None:
-        self._queued.clear()
 
 
 def executor_for(exp: Experiment) -> Executor:

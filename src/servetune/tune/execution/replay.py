@@ -24,16 +24,14 @@ charged, never waited for: `wall_s` and `gpu_minutes` are the measured seconds, 
 from __future__ import annotations
 
 import random
-from collections import deque
-from collections.abc import Sequence
 from typing import Any
 
 from servetune.errors import ServetuneError
 from servetune.suite.result import ProbeResult
+from servetune.tune.execution.local import LocalExecutor
 from servetune.tune.execution.replay_table import ReplayTable, TableVariant
 from servetune.tune.execution.session import LaunchSession, applies, draw_set, gpu_minutes
 from servetune.tune.results.result import Failure, RunResult
-from servetune.tune.results.store import Store
 from servetune.tune.schema.experiment import Experiment
 from servetune.tune.schema.variants import Variant
 
@@ -41,39 +39,18 @@ REPLAYED_PROBE = "fixed_load"
 """The probe a table answers (its probes are fixed loads)."""
 
 
-class ReplayExecutor:
+class ReplayExecutor(LocalExecutor):
     """One launch group at a time, answered from the table; nothing is launched and no time passes."""
 
     def __init__(self, exp: Experiment, table: str, seed: int = 0) -> None:
+        super().__init__()
         self.exp = exp
         self.table = ReplayTable.load(table)
         self.seed = seed
         self.probes = probe_map(exp, self.table)
-        self._queued: deque[list[Variant]] = deque()
-        self._session: LaunchSession | None = None
         self._started: set[str] = set()
 
-    def bind(self, session: LaunchSession, store: Store) -> None:
-        self._session = session
-
-    def has_room(self) -> bool:
-        return not self._queued
-
-    def submit(self, group: Sequence[Variant]) -> None:
-        self._queued.append(list(group))
-
-    def wait(self) -> list[Variant] | None:
-        if not self._queued:
-            return None
-        assert self._session is not None, "bind() first"
-        group = self._queued.popleft()
-        self._answer(self._session, group)
-        return group
-
-    def close(self) -> None:
-        self._queued.clear()
-
-    def _answer(self, session: LaunchSession, group: list[Variant]) -> None:
+    def _run(self, session: LaunchSession, group: list[Variant]) -> None:
         first = group[0]
         cell = self.table.find(first.config.engine, dict(first.config.flags))
         failure = self._unanswerable(first, cell)
