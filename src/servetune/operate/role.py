@@ -40,6 +40,12 @@ class Role:
     memory_wait_since: float | None = None
     """When the next start began waiting for memory to be free (None: not waiting)."""
 
+    def adopt(self, cfg: EngineConfig) -> None:
+        """A switched-to config becomes this role's own: its primary profile, with no crash history to count."""
+        self.cfg, self.on_fallback = cfg, False
+        self.deaths.clear()
+        self.attempt = 0
+
 
 @dataclass(frozen=True)
 class Hung:

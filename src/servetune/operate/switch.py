@@ -105,9 +105,7 @@ def blue_green(sup: SwitchHost, role: Role, cfg: EngineConfig, plan: SwitchPlan)
     drained = sup.nginx.wait_gone(old_workers, sup.options.drain_s + 1.0)
     drain_s = time.monotonic() - t1
     teardown = blue.stop(grace_s=sup.options.stop_grace_s) if blue is not None else None
-    role.cfg, role.on_fallback = cfg, False
-    role.deaths.clear()
-    role.attempt = 0
+    role.adopt(cfg)
     result = {
         "ok": True,
         "decision": plan.decision,
@@ -162,9 +160,7 @@ def drain_and_replace(sup: SwitchHost, role: Role, cfg: EngineConfig, plan: Swit
             unavailable_s=round(time.monotonic() - down_at, 3),
         )
     started_s = time.monotonic() - t_start
-    role.cfg, role.on_fallback = cfg, False
-    role.deaths.clear()
-    role.attempt = 0
+    role.adopt(cfg)
     sup.put_behind_proxy(role, green, info)
     unavailable_s = time.monotonic() - down_at
     result = {
