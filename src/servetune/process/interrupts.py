@@ -38,12 +38,21 @@ def run_coroutine(
     coro: Coroutine[Any, Any, T], loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None
 ) -> T:
     """`asyncio.run(coro)` (on `loop_factory`'s loop, e.g. uvloop's), with the loop built while the signals are
-    held; an interrupt before the coroutine started closes it instead of leaving it to warn."""
+    held; an interrupt before the coroutine started closes it instead of leaving it to warn.
+
+    The result comes back through a box, not as the main task's result: asyncio formats a finished task's result
+    with `repr`, and the repr of a simulated run's thousand records took most of a second."""
+    box: list[T] = []
+
+    async def boxed() -> None:
+        box.append(await coro)
+
     try:
         with signals_held():
             runner = asyncio.Runner(loop_factory=loop_factory)
             runner.get_loop()
         with runner:
-            return runner.run(coro)
+            runner.run(boxed())
+        return box[0]
     finally:
         coro.close()  # a finished coroutine ignores it; one never started is closed quietly
