@@ -28,10 +28,11 @@ if [ ! -f "$R/drill.pid" ]; then
   fi
   rm -rf "$R/st" && mkdir -p "$R/st/benchmarks" && cp -r "$SRC/src" "$R/st/" && cp -r "$SRC/benchmarks/operate" "$R/st/benchmarks/"
   MODEL=${GD_MODEL_DIR:-/root/models/qwen2-7b}
-  if [ ! -f "$MODEL/config.json" ]; then
+  if [ ! -e "$MODEL" ]; then  # the qwen2-7b folder is made once; any other model (a .gguf, `tiny`) is used as given
     TOK=${GD_TOKENIZER_DIR:-/root/models/qwen3.6-27b}
-    mkdir -p "$MODEL" && cp "$SRC/src/servetune/model/configs/qwen2-7b/config.json" "$MODEL/"
-    cp "$TOK/tokenizer.json" "$TOK/tokenizer_config.json" "$MODEL/" 2>/dev/null
+    mkdir -p "$MODEL" && cp "$SRC/src/servetune/model/configs/qwen2-7b/config.json" "$MODEL/" \
+      && cp "$TOK/tokenizer.json" "$TOK/tokenizer_config.json" "$MODEL/" \
+      || { rm -rf "$MODEL"; echo "no model folder: is $TOK staged (the vLLM bundle's first part carries it)?"; exit 1; }
   fi
   { date -u; nvidia-smi 2>/dev/null; "$PY" --version; uname -a; nproc; free -g; "$NG/bin/nginx" -v; } > "$R/env.txt" 2>&1
   export PYTHONPATH=${GD_PYTHONPATH-/tmp/site}:$R/st/src:$R/st-site SERVETUNE_NGINX=$NG/bin/nginx
