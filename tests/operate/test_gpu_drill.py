@@ -25,6 +25,8 @@ from servetune.operate.fallback import set_flag
 from servetune.operate.starts import StartEstimate
 
 H200 = get_gpu("H200")
+V = "0.24.0"
+"""The device's vLLM: the drill names the installed one in its configs."""
 FLAGS: dict[str, Any] = {"max-model-len": 8192, "load-format": "dummy"}
 """The drill's default flags; its model is qwen2-7b's config (src/servetune/model/configs)."""
 
@@ -38,13 +40,13 @@ def test_the_share_is_read_from_the_fix_the_switch_plan_writes() -> None:
     """Green at vLLM's default utilisation beside blue at 0.45 on the H200 is refused, and the drill reads the
     share that fits from the plan's own fix (a reworded fix would make the drill switch to the refused green)."""
     device = Device(kind="gpu", name="1x H200", gpu=H200, total_bytes=H200.memory_bytes, source="test")
-    blue_cfg = EngineConfig(engine="vllm", model="qwen2-7b", flags={**FLAGS, "gpu-memory-utilization": 0.45})
+    blue_cfg = EngineConfig(engine="vllm", model="qwen2-7b", flags={**FLAGS, "gpu-memory-utilization": 0.45}, version=V)
     blue = held(
         RunningEngine(blue_cfg, VllmAdapter(), None, "http://127.0.0.1:9", EngineFacts(engine="vllm"), None, None),
         device,
         "blue",
     )
-    green_cfg = EngineConfig(engine="vllm", model="qwen2-7b", flags=dict(FLAGS))
+    green_cfg = EngineConfig(engine="vllm", model="qwen2-7b", flags=dict(FLAGS), version=V)
 
     def plan(cfg: EngineConfig) -> SwitchPlan:
         green = need(cfg, device, "green")
