@@ -507,12 +507,18 @@ def render(s: dict[str, Any]) -> str:
     if "switch" in p:
         w = p["switch"]
         r = w.get("result") or {}
+        if r.get("event") == "switch_done":
+            outcome = (
+                f"{r.get('decision')} in {r.get('total_s')} s (green start {r.get('start_s')} s, "
+                f"{r.get('compile_cache')} compile cache, old nginx workers gone after {r.get('drain_s')} s)"
+            )
+        else:  # failed (blue kept serving, say why) or no outcome event within the wait
+            outcome = f"**failed**: {r.get('reason', 'no switch_done or switch_failed event')}"
         lines.append(
             f"- switch: --check at the default utilisation → {w['check_default']['decision']} (exit "
             f"{w['check_default']['exit']}); the plan's share {w['share_from_the_plan']} → "
             f"{w['check_sized']['decision']} (exit {w['check_sized']['exit']}); switch exit {w['exit']}, "
-            f"{r.get('decision')} in {r.get('total_s')} s (green start {r.get('start_s')} s, "
-            f"{r.get('compile_cache')} compile cache); green KV planned {w['green_kv_tokens_planned']} vs logged "
+            f"{outcome}; green KV planned {w['green_kv_tokens_planned']} vs logged "
             f"{(w.get('green') or {}).get('kv_cache_tokens')}"
         )
     for name in ("kill", "fallback"):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.operate.gpu_drill import Drill, _share
+from benchmarks.operate.gpu_drill import Drill, _share, render
 
 from servetune.engines.config import EngineConfig
 from servetune.engines.facts import EngineFacts
@@ -109,3 +109,15 @@ def test_no_phase_runs_when_blue_never_became_ready(tmp_path: Path, monkeypatch:
     drill.run()
     assert ran == []
     assert "blue never became ready" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_failed_switch_is_said_to_have_failed_and_why() -> None:
+    """A green that timed out starting (the rehearsal's, on a loaded CPU) read "switch exit 2, None in None s"."""
+    check = {"exit": 0, "decision": "side_by_side"}
+    failed = {"event": "switch_failed", "reason": "startup_timeout: Not ready after 600 s."}
+    switch = {"check_default": check, "check_sized": check, "share_from_the_plan": None, "exit": 2}
+    text = render({"phases": {"switch": {**switch, "result": failed, "green_kv_tokens_planned": 1}}})
+    assert "switch exit 2, **failed**: startup_timeout: Not ready after 600 s." in text and "None in None" not in text
+    done = {"event": "switch_done", "decision": "side_by_side", "total_s": 3.5, "start_s": 2.0, "drain_s": 0.9}
+    text = render({"phases": {"switch": {**switch, "exit": 0, "result": done, "green_kv_tokens_planned": 1}}})
+    assert "side_by_side in 3.5 s (green start 2.0 s" in text and "old nginx workers gone after 0.9 s" in text
