@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from servetune.errors import ServetuneError
@@ -113,3 +115,41 @@ async def test_a_server_that_closes_kept_alive_connections_loses_no_request() ->
     async with running(config) as url:  # 16 streams: several dead connections wait in the pool at once
         result = await run_load(url, "mock", Workload.synthetic(16, 8), LoadShape.closed(16, requests=160))
     assert result.summary.completed == 160 and result.summary.failed == 0
+
+
+async def test_a_connection_opened_ahead_and_closed_unanswered_is_sent_again() -> None:
+    """The connections bench opens before the clock starts wait in the pool like kept-alive ones, and a server may
+    close them just as the first request goes out (a proxy's old worker stopped by a reload: operate's switch):
+    nothing was answered, so the request is sent again on a fresh connection, not failed."""
+    opened_ahead = 4
+    load_started = False
+    closed_unanswered = 0
+
+    async def front(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal load_started, closed_unanswered
+        ahead = not load_started  # opened before any generation was asked for: the run's own, opened ahead
+        first = await reader.read(65536)
+        if first.startswith(b"POST /v1/completions"):
+            load_started = True
+            if ahead:
+                closed_unanswered += 1
+                writer.close()
+                return
+        up_reader, up_writer = await asyncio.open_connection(host, port)
+        up_writer.write(first)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                dst.write(data)
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+    async with running(FAST) as url:
+        host, _, port = url.removeprefix("http://").rpartition(":")
+        server = await asyncio.start_server(front, "127.0.0.1", 0)
+        front_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        async with server:
+            result = await run_load(front_url, "mock", WORKLOAD, LoadShape.closed(opened_ahead, requests=12))
+    assert closed_unanswered == opened_ahead
+    assert result.summary.completed == 12 and result.summary.failed == 0, result.summary.errors_by_class

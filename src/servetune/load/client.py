@@ -155,7 +155,7 @@ class Client:
                 )
             except OSError as err:
                 return self._failed(record, ErrorClass.CONNECT_ERROR, f"cannot connect: {err}")
-            reused = conn.used > 0
+            reused = conn.pooled
             record.sent_ns = _now()
             fut = conn.request(data, state)
             self.watchdog.inflight[conn] = (state, record.sent_ns)
@@ -171,8 +171,9 @@ class Client:
                 error = (err.cls, str(err))
             finally:
                 self.watchdog.inflight.pop(conn, None)
-            # A kept-alive connection that the server closed just as we reused it (its idle timeout): nothing
-            # was answered, so the request is sent again once on a fresh connection, as HTTP clients do.
+            # A connection from the idle pool (kept alive, or opened ahead of the run) that the server closed just
+            # as we used it (its idle timeout, a proxy's reload): nothing was answered, so the request is sent
+            # again once on a fresh connection, as HTTP clients do.
             if (
                 error is not None
                 and reused

@@ -57,7 +57,9 @@ class _Conn(asyncio.Protocol):
         self.done: asyncio.Future[None] | None = None
         self.last_ns = 0  # arrival time of the latest bytes (the watchdog reads it)
         self.closed = False
-        self.used = 0  # requests sent on this connection
+        self.pooled = False
+        """Taken from the idle pool (kept alive after an answer, or opened before the run): the server may have
+        closed it meanwhile, so a request on it that gets nothing back may be sent again on a fresh one."""
         self.size_line = b"\x00"  # the last chunk-size line (e.g. b"c3\r\n") and its value: the fast path's guess
         self.size = 0
 
@@ -77,7 +79,6 @@ class _Conn(asyncio.Protocol):
 
     def request(self, data: bytes, sink: BodySink) -> asyncio.Future[None]:
         self.sink = sink
-        self.used += 1
         self.state = _HEAD
         self.buf = b""
         self.done = asyncio.get_running_loop().create_future()
@@ -261,6 +262,7 @@ class Pool:
         while self._idle and not fresh:
             conn = self._idle.pop()
             if not conn.closed:
+                conn.pooled = True
                 return conn
             self.all.discard(conn)
         loop = asyncio.get_running_loop()

@@ -4,12 +4,16 @@ One config owner: `render()` writes the config for `servetune serve` (upstreams 
 with every restart or switch) and for deployment files (fixed service names).  The process is started as its
 own process group with its own prefix under the run folder, listening on a free 127.0.0.1 port, never the
 system nginx service.  `apply()` validates a new config with `nginx -t` and reloads: new requests go to the new
-upstreams, old workers finish their in-flight streams (bounded by `worker_shutdown_timeout`) and exit.  While a
+upstreams, old workers finish their in-flight streams (bounded by `worker_shutdown_timeout`) and exit.  An old
+worker with no request left in flight is stopped (`retire_idle`): nginx closes its kept-alive idle connections on
+a reload but not the ones on which no request has come yet (a load client opens those ahead), and it would serve
+the first request on each with the old config until the drain deadline, then cut the one in flight then.  While a
 pool has no ready engine its upstream is a `down` placeholder, so nginx answers a fast 503 with Retry-After.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -206,6 +210,27 @@ def _holding(pids: set[int], inode: str) -> bool:
     return False
 
 
+def _engine_sockets(pid: int, engines: set[str]) -> bool:
+    """True while process `pid` has a TCP connection open to one of `engines` (`host:port`, IPv4): nginx connects
+    to the engine for each request it proxies, and closes idle kept-alive ones when it shuts down."""
+    if not engines:
+        return False
+    want = set()
+    for addr in engines:
+        host, _, port = addr.rpartition(":")
+        try:
+            packed = socket.inet_aton(host)
+        except OSError:
+            return True  # not an IPv4 address: in flight or not, it cannot be told; the drain deadline decides
+        want.add(f"{int.from_bytes(packed, 'little'):08X}:{int(port):04X}")
+    try:
+        rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    inodes = {cols[9] for cols in (row.split() for row in rows) if cols[2] in want}
+    return any(_holding({pid}, inode) for inode in inodes)
+
+
 NGINX_ENV = "SERVETUNE_NGINX"
 """The nginx executable to run, when it is not the one on PATH (an nginx unpacked from Debian's package into a
 prefix of its own: benchmarks/operate/nginx_unpack.sh)."""
@@ -254,6 +279,8 @@ class Nginx:
         self.group: ProcessGroup | None = None
         self.upstreams: dict[str, str | None] = {}
         self.sources: dict[str, str] = {}
+        self.retiring: dict[int, set[str]] = {}
+        """Old workers of earlier reloads, each with the upstream addresses of its config, until they exit."""
 
     @property
     def url(self) -> str:
@@ -331,8 +358,28 @@ class Nginx:
             if time.monotonic() > deadline:
                 raise ServetuneError("nginx did not take the new config", f"read {self.prefix / 'error.log'}")
             time.sleep(0.002)
+        engines = {addr for addr in self.upstreams.values() if addr}
+        self.retiring.update({pid: engines for pid in old})
         self.upstreams = dict(upstreams)
+        self.retire_idle()
         return old
+
+    def retire_idle(self) -> None:
+        """Stops (SIGTERM) each old worker that holds no connection to an engine, i.e. no request in flight.
+        What it still holds are client connections on which nothing was sent yet: nginx's graceful shutdown
+        closes only kept-alive idle ones, so it would answer the first request on each with the old config (and
+        the old engine) until the drain deadline, then cut the one in flight. Closed now, a client sends its next
+        request on a fresh connection, to the new workers; one sent in the same instant gets nothing back, the
+        keep-alive race HTTP clients meet on any idle connection and retry on a fresh one."""
+        gone = set(self.retiring) - self.workers()
+        for pid in gone:
+            del self.retiring[pid]
+        for pid, engines in list(self.retiring.items()):
+            if _engine_sockets(pid, engines):
+                continue
+            with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
+                os.kill(pid, signal.SIGTERM)  # an old worker of our own nginx (a member of its group), by pid
+            del self.retiring[pid]
 
     def _listener_inode(self) -> str | None:
         """The inode of nginx's listening socket (from /proc/net/tcp), to see which workers still accept."""
@@ -354,6 +401,7 @@ class Nginx:
         while pids & self.workers():
             if time.monotonic() > deadline:
                 return False
+            self.retire_idle()
             time.sleep(0.01)
         return True
 

@@ -273,6 +273,8 @@ class Supervisor:
     def _tick(self) -> None:
         self._watch_control()
         self._watch_nginx()
+        if self.nginx is not None and self.nginx.retiring:
+            self.nginx.retire_idle()  # old workers of a reload the switch did not wait for (a restart's)
         now = time.monotonic()
         for role in self.roles.values():
             if self.gave_up is not None:
