@@ -114,7 +114,9 @@ async def test_a_server_that_closes_kept_alive_connections_loses_no_request() ->
     config = MockConfig(ttft_ms=2, itl_ms=0.2, faults=(Fault(kind="close_after"),))
     async with running(config) as url:  # 16 streams: several dead connections wait in the pool at once
         result = await run_load(url, "mock", Workload.synthetic(16, 8), LoadShape.closed(16, requests=160))
-    assert result.summary.completed == 160 and result.summary.failed == 0
+    # every request answered, wherever the steady-state rule put it (a loaded machine's client delays on a 2 ms
+    # mock can move the first ones to warm-up: 130 measured + 30 moved once)
+    assert sum(r.ok for r in result.records) == 160 and result.summary.failed == 0
 
 
 async def test_a_connection_opened_ahead_and_closed_unanswered_is_sent_again() -> None:
