@@ -66,7 +66,8 @@ def test_every_streamed_token_is_an_arrival(vllm_server, tmp_path: Path) -> None
     done = subprocess.run([sys.executable, "-m", "servetune", "bench", *args], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     records = [json.loads(line) for line in jsonl.read_text().splitlines()]
-    measured = [r for r in records if r["phase"] == "measure"]
+    # the 24 asked for, measured or moved to warm-up by the steady-state rule (a loaded machine's first requests)
+    measured = [r for r in records if r["phase"] == "measure" or r.get("transient")]
     assert len(measured) == 24
     # vLLM's output collector merges a request's outputs when its API server falls behind the engine (a loaded
     # machine: one SSE event then carries two tokens), so a chunk may hold more than one token; the bug this
