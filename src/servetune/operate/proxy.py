@@ -210,11 +210,11 @@ def _holding(pids: set[int], inode: str) -> bool:
     return False
 
 
-def _engine_sockets(pid: int, engines: set[str]) -> bool:
-    """True while process `pid` has a TCP connection open to one of `engines` (`host:port`, IPv4): nginx connects
-    to the engine for each request it proxies, and closes idle kept-alive ones when it shuts down."""
-    if not engines:
-        return False
+def _busy(pid: int, engines: set[str]) -> bool:
+    """True while nginx worker `pid` may be serving a request: it has a TCP connection open to one of `engines`
+    (`host:port`, IPv4: nginx connects to the engine for each request it proxies, and closes idle kept-alive ones
+    when it shuts down), or bytes wait in one of its sockets' queues (an answer the engine already finished and
+    closed, still being written to the client; a request read in part)."""
     want = set()
     for addr in engines:
         host, _, port = addr.rpartition(":")
@@ -225,10 +225,25 @@ def _engine_sockets(pid: int, engines: set[str]) -> bool:
         want.add(f"{int.from_bytes(packed, 'little'):08X}:{int(port):04X}")
     try:
         rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+        held = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    held.add(link[8:-1])
     except OSError:
-        return False
-    inodes = {cols[9] for cols in (row.split() for row in rows) if cols[2] in want}
-    return any(_holding({pid}, inode) for inode in inodes)
+        return False  # gone
+    for cols in (row.split() for row in rows):
+        if len(cols) > 9 and cols[9] in held and cols[3] != "0A":  # 0A: a listening socket (its queue: accepts)
+            tx, _, rx = cols[4].partition(":")
+            if cols[2] in want or int(tx, 16) or int(rx, 16):
+                return True
+    return False
+
+
+IDLE_GRACE_S = 0.2
+"""How long an old worker must be seen idle (`_busy` false) before it is stopped: a response's last bytes can sit
+in nginx's own buffers, not yet in a socket's queue, for a moment after the engine closed its connection."""
 
 
 NGINX_ENV = "SERVETUNE_NGINX"
@@ -281,6 +296,8 @@ class Nginx:
         self.sources: dict[str, str] = {}
         self.retiring: dict[int, set[str]] = {}
         """Old workers of earlier reloads, each with the upstream addresses of its config, until they exit."""
+        self._idle_since: dict[int, float] = {}
+        """When each retiring worker was first seen idle, since it last was busy."""
 
     @property
     def url(self) -> str:
@@ -365,21 +382,26 @@ class Nginx:
         return old
 
     def retire_idle(self) -> None:
-        """Stops (SIGTERM) each old worker that holds no connection to an engine, i.e. no request in flight.
-        What it still holds are client connections on which nothing was sent yet: nginx's graceful shutdown
-        closes only kept-alive idle ones, so it would answer the first request on each with the old config (and
-        the old engine) until the drain deadline, then cut the one in flight. Closed now, a client sends its next
-        request on a fresh connection, to the new workers; one sent in the same instant gets nothing back, the
-        keep-alive race HTTP clients meet on any idle connection and retry on a fresh one."""
-        gone = set(self.retiring) - self.workers()
-        for pid in gone:
+        """Stops (SIGTERM) each old worker seen idle — no connection to an engine, no bytes queued in its sockets
+        — for `IDLE_GRACE_S`. What it still holds then are client connections on which nothing was sent yet:
+        nginx's graceful shutdown closes only kept-alive idle ones, so it would answer the first request on each
+        with the old config (and the old engine) until the drain deadline, then cut the one in flight. Closed now,
+        a client sends its next request on a fresh connection, to the new workers; one sent in the same instant
+        gets nothing back, the keep-alive race HTTP clients meet on any idle connection and retry on a fresh one."""
+        now = time.monotonic()
+        for pid in set(self.retiring) - self.workers():
             del self.retiring[pid]
+            self._idle_since.pop(pid, None)
         for pid, engines in list(self.retiring.items()):
-            if _engine_sockets(pid, engines):
+            if _busy(pid, engines):
+                self._idle_since.pop(pid, None)
+                continue
+            if now - self._idle_since.setdefault(pid, now) < IDLE_GRACE_S:
                 continue
             with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
                 os.kill(pid, signal.SIGTERM)  # an old worker of our own nginx (a member of its group), by pid
             del self.retiring[pid]
+            self._idle_since.pop(pid, None)
 
     def _listener_inode(self) -> str | None:
         """The inode of nginx's listening socket (from /proc/net/tcp), to see which workers still accept."""
