@@ -405,15 +405,13 @@ def _progress(records: list[RequestRecord], shape: LoadShape) -> contextlib.Abst
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Runs a coroutine from synchronous code, on uvloop when it is installed (it costs the client less CPU).
 
-    The result comes back through a box, not as the main task's result: asyncio's runner formats that result
-    with `repr` when it finishes, and the repr of a run's thousands of records costs as much CPU as receiving
-    them did. SIGTERM cancels the run like Ctrl-C does, through the loop (a handler that raises
-    KeyboardInterrupt lands in whatever callback runs, and uvloop swallows it there: the run went on), then
-    surfaces as KeyboardInterrupt."""
-    box: list[T] = []
+    The result comes back as `run_coroutine` returns it (not formatted by asyncio: the repr of a run's thousands
+    of records costs as much CPU as receiving them did). SIGTERM cancels the run like Ctrl-C does, through the
+    loop (a handler that raises KeyboardInterrupt lands in whatever callback runs, and uvloop swallows it there:
+    the run went on), then surfaces as KeyboardInterrupt."""
     terminated: list[bool] = []
 
-    async def main() -> None:
+    async def main() -> T:
         task = asyncio.current_task()
         assert task is not None
 
@@ -423,7 +421,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # main thread, POSIX only
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
-        box.append(await coro)
+        return await coro
 
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -433,7 +431,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     else:
         factory = uvloop.new_event_loop
     try:
-        run_coroutine(main(), loop_factory=factory)
+        return run_coroutine(main(), loop_factory=factory)
     except asyncio.CancelledError:
         if terminated:
             raise KeyboardInterrupt from None
@@ -441,7 +439,6 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     finally:
         with contextlib.suppress(ValueError):
             signal.signal(signal.SIGTERM, previous)
-    return box[0]
 
 
 def run_load_sync(*args: Any, **kwargs: Any) -> LoadResult:
