@@ -193,21 +193,21 @@ class NginxGone(ServetuneError):
     """nginx's master is not running (killed, or died on its own): the supervisor restarts it, nothing else."""
 
 
+def _socket_inodes(pid: int) -> set[str]:
+    """The inodes of the sockets process `pid` has open (none once it is gone)."""
+    held = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    held.add(link[8:-1])
+    return held
+
+
 def _holding(pids: set[int], inode: str) -> bool:
     """True while one of `pids` has the socket `inode` open."""
-    target = f"socket:[{inode}]"
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
-                    return True
-            except OSError:
-                continue
-    return False
+    return any(inode in _socket_inodes(pid) for pid in pids)
 
 
 def _busy(pid: int, engines: set[str]) -> bool:
@@ -225,14 +225,9 @@ def _busy(pid: int, engines: set[str]) -> bool:
         want.add(f"{int.from_bytes(packed, 'little'):08X}:{int(port):04X}")
     try:
         rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
-        held = set()
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if link.startswith("socket:["):
-                    held.add(link[8:-1])
     except OSError:
         return False  # gone
+    held = _socket_inodes(pid)
     for cols in (row.split() for row in rows):
         if len(cols) > 9 and cols[9] in held and cols[3] != "0A":  # 0A: a listening socket (its queue: accepts)
             tx, _, rx = cols[4].partition(":")
@@ -346,8 +341,7 @@ class Nginx:
                     return True
             except OSError:
                 return False
-        members = set(self.group.members())
-        return any(_holding(members, inode) for inode in inodes)
+        return any(set(inodes) & _socket_inodes(pid) for pid in self.group.members())
 
     def workers(self) -> set[int]:
         """Pids of the worker processes (the group's members other than the master)."""
