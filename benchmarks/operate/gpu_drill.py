@@ -35,6 +35,8 @@ from typing import Any
 import yaml
 
 from servetune.engines.adapter import installed_version
+from servetune.metrics.record import RequestRecord
+from servetune.metrics.summary import Stat
 from servetune.operate.control import request_switch
 from servetune.operate.events import read_events
 from servetune.operate.source import load_source
@@ -47,7 +49,12 @@ when that much is left before the deadline."""
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--model-dir", required=True, help="the served model folder (config.json, tokenizer)")
+    p.add_argument("--model-dir", help="the served model folder (config.json, tokenizer)")
+    p.add_argument(
+        "--resummarize",
+        action="store_true",
+        help="run nothing: rewrite --out's summary.json/.md from its raw files (bench's records, nvml.csv)",
+    )
     p.add_argument("--engine", default="vllm", choices=["vllm", "llamacpp"])
     p.add_argument("--served-name", default="m")
     p.add_argument("--deadline", type=float, default=0.0, help="epoch second by which everything must be done")
@@ -61,7 +68,10 @@ def parse() -> argparse.Namespace:
     p.add_argument("--tokenizer", default="", help="bench's --tokenizer (default: the model folder)")
     p.add_argument("--settle-s", type=float, default=20.0, help="load before and after each event")
     p.add_argument("--startup-timeout", type=float, default=420.0)
-    return p.parse_args()
+    a = p.parse_args()
+    if not a.resummarize and not a.model_dir:
+        p.error("--model-dir is required (except with --resummarize)")
+    return a
 
 
 class Drill:
@@ -342,6 +352,15 @@ class Drill:
             "clean": stopped.get("clean") if stopped else None,
         }
 
+    def resummarize(self) -> None:
+        """The figures again from a finished drill's raw files, with today's analysis (the run is not repeated)."""
+        self.summary = json.loads((self.out / "summary.json").read_text())
+        self.summary["load"] = self.load_by_phase()
+        self.summary["memory_freed_s"] = self.memory_freed()
+        (self.out / "summary.json").write_text(json.dumps(self.summary, indent=1, default=str))
+        (self.out / "summary.md").write_text(render(self.summary))
+        print((self.out / "summary.md").read_text(), flush=True)
+
     def finish(self) -> None:
         if self.bench is not None and self.bench.poll() is None:
             self.bench.send_signal(signal.SIGINT)
@@ -358,6 +377,7 @@ class Drill:
         self.stop_sampler.set()
         self.summary["load"] = self.load_by_phase()
         self.summary["kv_capacity"] = self.kv_capacity()
+        self.summary["memory_freed_s"] = self.memory_freed()
         self.summary["marks"] = self.marks
         (self.out / "summary.json").write_text(json.dumps(self.summary, indent=1, default=str))
         (self.out / "summary.md").write_text(render(self.summary))
@@ -371,8 +391,8 @@ class Drill:
         path = self.out / "bench" / "records.jsonl"
         if not path.exists():
             return {"note": "bench wrote no records"}
-        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        offset = self.t_wall0 - self.t_mono0
+        records = [RequestRecord.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
+        offset = self.summary["clock"]["wall0"] - self.summary["clock"]["monotonic0"]
 
         def wall(ns: int) -> float:
             return ns / 1e9 + offset
@@ -388,23 +408,48 @@ class Drill:
         bounds.append(("after", last, math.inf))
         out: dict[str, Any] = {}
         for name, lo, hi in bounds:
-            inside = [r for r in records if r.get("sent_ns") and lo <= wall(r["sent_ns"]) < hi]
-            ok = [r for r in inside if not r.get("error_class")]
-            failed = [r for r in inside if r.get("error_class")]
-            ttft = sorted((r["first_content_ns"] - r["sent_ns"]) / 1e6 for r in ok if r.get("first_content_ns"))
+            inside = [r for r in records if r.sent_ns and lo <= wall(r.sent_ns) < hi]
+            ok = [r for r in inside if r.ok]
+            failed = [r for r in inside if not r.ok]
+            # vLLM's TTFT (first output chunk) with numpy's percentiles: the figures bench itself prints
+            ttft = Stat.of([r.ttft_ns / 1e6 for r in ok if r.ttft_ns is not None])
             out[name] = {
                 "sent": len(inside),
                 "answered": len(ok),
                 "failed": len(failed),
-                "failed_by": _count(f"{r.get('error_class')} {r.get('http_status') or ''}".strip() for r in failed),
-                "ttft_p50_ms": _pct(ttft, 50),
-                "ttft_p99_ms": _pct(ttft, 99),
+                "failed_by": _count(f"{r.error_class} {r.http_status or ''}".strip() for r in failed),
+                "ttft_p50_ms": _round(ttft.p50),
+                "ttft_p99_ms": _round(ttft.p99),
             }
             if name.startswith("during "):
                 # sent before the event and still streaming at it: counted in the window before, held or cut by it
-                held = [r for r in records if r.get("sent_ns") and wall(r["sent_ns"]) < lo < wall(r["done_ns"])]
+                held = [r for r in records if r.sent_ns and wall(r.sent_ns) < lo < wall(r.done_ns)]
                 out[name]["in_flight_at_start"] = len(held)
-                out[name]["in_flight_cut"] = sum(1 for r in held if r.get("error_class"))
+                out[name]["in_flight_cut"] = sum(1 for r in held if not r.ok)
+        return out
+
+    def memory_freed(self) -> dict[str, float | None]:
+        """Per kill, seconds from the kill until NVML saw the killed engine's memory back (within 5% of the low that
+        followed): CUDA can hand memory back late after a kill, and a restart would then wait for it."""
+        path = self.out / "nvml.csv"
+        if not path.exists():
+            return {}
+        rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
+        samples = [(float(t), int(used)) for t, gpu, used, _ in rows if gpu == "0"]
+        out: dict[str, float | None] = {}
+        for name in ("kill", "fallback"):
+            phase = self.summary["phases"].get(name)
+            if not phase or not phase.get("window"):
+                continue
+            t0 = phase["window"][0]
+            before = [u for t, u in samples if t <= t0]
+            after = [(t, u) for t, u in samples if t0 < t <= t0 + 30]
+            if not before or not after:
+                out[name] = None
+                continue
+            low = min(u for _, u in after)
+            bar = low + 0.05 * (before[-1] - low)
+            out[name] = round(next(t for t, u in after if u <= bar) - t0, 2)
         return out
 
     def kv_capacity(self) -> list[dict[str, Any]]:
@@ -486,11 +531,8 @@ def _count(items: Any) -> dict[str, int]:
     return out
 
 
-def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    k = min(len(values) - 1, max(0, math.ceil(q / 100 * len(values)) - 1))
-    return round(values[k], 1)
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def render(s: dict[str, Any]) -> str:
@@ -527,7 +569,8 @@ def render(s: dict[str, Any]) -> str:
             start = k.get("start") or {}
             lines.append(
                 f"- {name}: detected in {k['detect_s']} s ({k['cause']}), serving again after {k['serving_again_s']} s "
-                f"({start.get('compile_cache')} compile cache, start {start.get('startup_s')} s); memory events "
+                f"({start.get('compile_cache')} compile cache, start {start.get('startup_s')} s); GPU memory back "
+                f"{(s.get('memory_freed_s') or {}).get(name)} s after the kill (NVML, every 0.5 s); memory events "
                 f"{[e['event'] for e in k['memory']]}"
             )
     if "drain" in p:
@@ -566,4 +609,8 @@ def render(s: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    Drill(parse()).run()
+    args = parse()
+    if args.resummarize:
+        Drill(args).resummarize()
+    else:
+        Drill(args).run()

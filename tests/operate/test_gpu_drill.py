@@ -121,3 +121,35 @@ def test_a_failed_switch_is_said_to_have_failed_and_why() -> None:
     done = {"event": "switch_done", "decision": "side_by_side", "total_s": 3.5, "start_s": 2.0, "drain_s": 0.9}
     text = render({"phases": {"switch": {**switch, "exit": 0, "result": done, "green_kv_tokens_planned": 1}}})
     assert "side_by_side in 3.5 s (green start 2.0 s" in text and "old nginx workers gone after 0.9 s" in text
+
+
+def test_windows_report_vllms_ttft_and_when_a_killed_engines_memory_came_back(tmp_path: Path) -> None:
+    """The H200 run's windows first showed the time to first *content* chunk as "TTFT" (10–120 ms later than the
+    first output chunk with a dummy model): each window now shows vLLM's TTFT, through the record's own
+    `ttft_ns` and `Stat`'s percentiles, as bench prints it; and NVML's samples say when a kill's memory was back."""
+    from servetune.metrics.record import RequestRecord
+
+    drill = _drill(tmp_path)
+    drill.summary["clock"] = {"wall0": 1000.0, "monotonic0": 0.0}  # wall = monotonic + 1000
+    drill.summary["phases"] = {"kill": {"window": [1010.0, 1020.0]}}
+    (tmp_path / "bench").mkdir()
+    recs = [
+        # sent at 1001 s: first chunk 30 ms later, first content 50 ms later
+        RequestRecord(
+            index=0,
+            sent_ns=1_000_000_000,
+            chunk_ns=[1_030_000_000, 1_050_000_000],
+            first_content_ns=1_050_000_000,
+            done_ns=1_100_000_000,
+        ),
+        RequestRecord(index=1, sent_ns=12_000_000_000, done_ns=12_001_000_000, error_class="http_5xx", http_status=503),
+    ]
+    (tmp_path / "bench" / "records.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in recs))
+    (tmp_path / "nvml.csv").write_text(
+        "t,gpu,used_bytes,total_bytes\n1009.5,0,80000,100000\n1010.4,0,79000,100000\n1010.9,0,600,100000\n"
+        "1011.4,0,600,100000\n1015.0,0,40000,100000\n"
+    )
+    load = drill.load_by_phase()
+    assert load["before kill"]["ttft_p50_ms"] == 30.0
+    assert load["during kill"]["failed_by"] == {"http_5xx 503": 1}
+    assert drill.memory_freed() == {"kill": 0.9}
