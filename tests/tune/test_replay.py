@@ -195,11 +195,12 @@ def test_every_strategy_runs_unchanged_against_the_measured_h200_table(tmp_path:
 
 
 def test_a_cell_the_table_did_not_measure_fails_named(tmp_path: Path) -> None:
-    exp = experiment(H200_TABLE, {"matrix": {"baseline": "base", "changes": {"fp8": {"kv-cache-dtype": "fp8"}}}})
+    changes = {"mnbt-2048": {"max-num-batched-tokens": 2048}}
+    exp = experiment(H200_TABLE, {"matrix": {"baseline": "base", "changes": changes}})
     outcome = run_experiment(exp, tmp_path / "x", emit=lambda _: None)
-    fp8 = next(r for r in outcome.records if r.variant.name == "fp8")
-    assert fp8.status == "failed" and fp8.failure is not None and fp8.failure.klass == "not_in_table"
-    assert "kv-cache-dtype" in fp8.failure.excerpt and fp8.gpu_minutes == 0
+    missing = next(r for r in outcome.records if r.variant.name == "mnbt-2048")
+    assert missing.status == "failed" and missing.failure is not None and missing.failure.klass == "not_in_table"
+    assert "max-num-batched-tokens" in missing.failure.excerpt and missing.gpu_minutes == 0
 
 
 def test_a_load_the_table_did_not_measure_is_refused(tmp_path: Path) -> None:
