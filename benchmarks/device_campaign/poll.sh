@@ -10,7 +10,8 @@ while [ ! -f "$D/DONE" ] && [ $(( $(date +%s) - T0 )) -lt "$1" ]; do
   kill -0 "$(cat "$D/driver.pid")" 2>/dev/null || { echo "driver not running"; break; }
   sleep 2
 done
-tail -n 25 "$D/driver.log" 2>/dev/null; tail -n 5 "$D/driver.out"
+# the tuning table's driver logs in its launch's folder (launch_<k>/driver.log); its driver.out has the same lines
+if [ -f "$D/driver.log" ]; then tail -n 25 "$D/driver.log"; tail -n 5 "$D/driver.out"; else tail -n 25 "$D/driver.out"; fi
 tar -czf "$O/dc.tgz" -C "$R" dc
 if [ "$(stat -c %s "$O/dc.tgz")" -gt 15728640 ]; then split -b 15m -d "$O/dc.tgz" "$O/dc.tgz.part_" && rm "$O/dc.tgz"; fi
 ls -la "$O"; [ -f "$D/DONE" ] && echo CAMPAIGN_DONE

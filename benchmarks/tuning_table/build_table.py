@@ -1,9 +1,14 @@
-"""Builds the tables from the measured data: `table.csv` (one row per variant x probe x repeat, with the objective
-figures), `variants.csv` (one row per variant: its start as it happened, its warm-up and vLLM's startup facts) and
-`table.json` (the SLOs it was scored with), the files servetune's replay executor reads (`executor: replay`).
+"""Builds the tables from the measured data: `table.csv` (one row per variant x launch x probe x repeat, with the
+objective figures), `variants.csv` (one row per variant: its first start as it happened, a warm start where a later
+launch had one, its warm-up and vLLM's startup facts) and `table.json` (the SLOs it was scored with), the files
+servetune's replay executor reads (`executor: replay`).
 
     PYTHONPATH=src python benchmarks/tuning_table/build_table.py [--data DIR] [--slo-a-ttft-p99 MS] ...
-    ... --markdown    # also print the per-variant medians and repeat spreads (the README's table)
+    ... --markdown    # also print each variant's starts and per objective mean ± sd over repeats (the README's)
+
+A variant measured in several launches (`layout.py`: a relaunch, or a later session) has every launch's repeats in
+table.csv, each row with its `launch` (1 = the first) and its `repeat` k: repeat k of every launch of every variant
+was measured on the same load draw (seed k), which is what the replay pairs by.
 
 Every figure is recomputed from the RequestRecords on disk with servetune's own summary (vLLM's definitions), so
 other SLOs re-score the same measurements: (a) output tok/s of the closed-loop probe, feasible when its TTFT p99
@@ -34,6 +39,7 @@ TABLE_COLUMNS = [
     "probe",
     "objective",
     "repeat",
+    "launch",
     "outcome",
     "objective_value",
     "feasible",
@@ -58,9 +64,12 @@ VARIANT_COLUMNS = [
     "max_num_seqs",
     "outcome",
     "complete",
+    "launches",
+    "starts",
     "session_started",
     "first_start_of_session",
     "ready_s",
+    "warm_ready_s",
     "warmup_s",
     "engine_s",
     "probes_wall_s",
@@ -96,7 +105,7 @@ def r1(x: float | None) -> float | str:
     return "" if x is None else round(x, 2)
 
 
-def probe_rows(vdir: Path, variant: dict, grid: dict, slos: dict) -> list[dict]:
+def probe_rows(vdir: Path, variant: dict, grid: dict, slos: dict, launch: int = 1) -> list[dict]:
     rows = []
     b = Slos(ttft_ms=slos["b_ttft_ms"], tpot_ms=slos["b_tpot_ms"])
     for point, res in variant["probes"].items():
@@ -111,6 +120,7 @@ def probe_rows(vdir: Path, variant: dict, grid: dict, slos: dict) -> list[dict]:
             "probe": probe,
             "objective": objective,
             "repeat": int(rep),
+            "launch": launch,
             "outcome": res.get("outcome") if f is not None or res.get("outcome") != "ok" else "no records",
             "wall_s": res.get("wall_s", ""),
         }
@@ -142,14 +152,30 @@ def probe_rows(vdir: Path, variant: dict, grid: dict, slos: dict) -> list[dict]:
     return rows
 
 
-def variant_row(variant: dict) -> dict:
+def cache(variant: dict) -> str:
+    """A start's compile cache as vLLM's log said it (cold / warm; ? where it said nothing)."""
+    return (variant.get("startup_facts") or {}).get("compile_cache") or "?"
+
+
+def variant_row(launches: list[dict]) -> dict:
+    """A variant's row from its launches (in launch order): the first that got ready stands for its start as it
+    happened and its startup facts; `warm_ready_s` is the first later one that started with a warm compile cache
+    (what a restart of the same config costs); `starts` lists every launch's."""
+    ready = [v for v in launches if v.get("outcome") == "ready"]
+    variant = ready[0] if ready else launches[0]
+    warm = next((v for v in ready[1:] if cache(v) == "warm"), None)
     facts = variant.get("startup_facts") or {}
     ef = facts.get("engine_facts") or {}
     return {
         "variant": variant["id"],
         **{k.replace("-", "_"): v for k, v in variant["factors"].items()},
         "outcome": variant.get("outcome"),
-        "complete": variant.get("complete"),
+        "complete": any(v.get("complete") for v in launches),
+        "launches": len(launches),
+        "starts": "; ".join(
+            f"{v.get('ready_s')} {cache(v) if v.get('outcome') == 'ready' else v.get('outcome')}" for v in launches
+        ),
+        "warm_ready_s": None if warm is None else warm.get("ready_s"),
         "session_started": variant.get("session_started"),
         "first_start_of_session": variant.get("first_start_of_session"),
         "ready_s": variant.get("ready_s"),
@@ -165,16 +191,19 @@ def variant_row(variant: dict) -> dict:
 
 
 def markdown(rows: list[dict], vrows: list[dict]) -> str:
-    """Per variant: start, then per objective the median over repeats and the spread (min-max)."""
+    """Per variant: its starts (ready s and compile cache, each launch's), then per objective the mean over every
+    repeat of every launch ± their standard deviation, with the range and the count."""
     out = [
-        "| variant | start | ready s | (a) out tok/s | (a) TTFT p99 ms | (b) goodput req/s | (c) TPOT p50 ms |",
-        "|---|---|---:|---|---|---|---|",
+        "| variant | starts: ready s (compile cache) | (a) out tok/s | (a) TTFT p99 ms | (b) goodput req/s | "
+        "(c) TPOT p50 ms |",
+        "|---|---|---|---|---|---|",
     ]
 
     def cell(vals: list[float], nd: int = 1) -> str:
         if not vals:
             return "—"
-        return f"{statistics.median(vals):.{nd}f} ({min(vals):.{nd}f}–{max(vals):.{nd}f}, n={len(vals)})"
+        sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        return f"{statistics.fmean(vals):.{nd}f} ± {sd:.{nd}f} ({min(vals):.{nd}f}–{max(vals):.{nd}f}, n={len(vals)})"
 
     for v in vrows:
         mine = [r for r in rows if r["variant"] == v["variant"] and r.get("objective_value") != ""]
@@ -182,9 +211,9 @@ def markdown(rows: list[dict], vrows: list[dict]) -> str:
         def vals(obj: str, key: str, mine: list[dict] = mine) -> list[float]:
             return [float(r[key]) for r in mine if r["objective"] == obj and r.get(key) not in ("", None)]
 
-        start = f"{v['compile_cache'] or '?'}{' (first of session)' if v['first_start_of_session'] else ''}"
+        starts = " / ".join(f"{r} ({c})" for r, _, c in (x.partition(" ") for x in v["starts"].split("; ")))
         out.append(
-            f"| {v['variant']} | {start} | {v['ready_s']} | {cell(vals('a', 'output_tok_s'), 0)} | "
+            f"| {v['variant']} | {starts} | {cell(vals('a', 'output_tok_s'), 0)} | "
             f"{cell(vals('a', 'ttft_p99_ms'), 0)} | {cell(vals('b', 'goodput_req_s'), 2)} | "
             f"{cell(vals('c', 'tpot_p50_ms'), 2)} |"
         )
@@ -214,16 +243,19 @@ def main() -> None:
         "b_ttft_ms": a.slo_b_ttft or grid["slos"]["b"]["ttft_ms"],
         "b_tpot_ms": a.slo_b_tpot or grid["slos"]["b"]["tpot_ms"],
     }
-    order = [v["id"] for v in grid["variants"]]
+    # a sibling by path: this file runs as a script (synthetic.py imports its columns as a package module)
+    from layout import read_variant, variant_launches
+
     rows: list[dict] = []
     vrows: list[dict] = []
-    for vid in order:
-        f = Path(a.data) / vid / "variant.json"
-        if not f.exists():
+    for vid in (v["id"] for v in grid["variants"]):
+        folders = variant_launches(Path(a.data), vid)
+        if not folders:
             continue
-        variant = json.loads(f.read_text())
-        vrows.append(variant_row(variant))
-        rows += probe_rows(f.parent, variant, grid, slos)
+        launches = [read_variant(f) for f in folders]
+        vrows.append(variant_row(launches))
+        for n, (folder, variant) in enumerate(zip(folders, launches, strict=True), start=1):
+            rows += probe_rows(folder, variant, grid, slos, launch=n)
     write_csv(Path(a.out) / "table.csv", TABLE_COLUMNS, rows)
     write_csv(Path(a.out) / "variants.csv", VARIANT_COLUMNS, vrows)
     scored = {

@@ -4,6 +4,12 @@ table's own exhaustive grid.
 
     .venv/bin/python -m benchmarks.tuning_table.replay                       # both tables, 100 seeds
     .venv/bin/python -m benchmarks.tuning_table.replay --seeds 5 --tables synthetic   # a quick look
+    .venv/bin/python -m benchmarks.tuning_table.replay --tables measured   # again after new cells: the other
+                                                                          # table's section from its last run
+
+The report (RESULTS.md) has a section per table that has a run under `--out` (`summary.csv`, and `info.json`: when
+and how it ran), so a table is run again only when its data changed (`--tables ''` only writes the report again); a
+measured table's section opens with its cells' figures and starts.
 
 Per table, objective (a/b/c of the README), strategy, budget and seed, one tune; per run:
 - the recommended cell (the ranking's winner, after the confirmation of the finalists where the tuner runs one);
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import os
 import statistics
@@ -331,23 +338,49 @@ BEFORE = (
     "`before` = the same study, the same tables, run by servetune as it was before repeats were paired (commit "
     "ebe1510: each variant's repeats drawn with seeds of their own, and in the replay the table repeat that stands "
     "for a variant's repeat r drawn per variant; ties by Welch's interval of two independent samples), its picks "
-    "scored again by this study's rule (`summary_before.csv`, from that run's `runs.csv` by `--before`)."
+    "scored again by this study's rule (`summary_before.csv`, from that run's `runs.csv` by `--before`). Only where a "
+    "table has that file: one whose cells have not changed since that run."
 )
+
+
+def ran(info: dict[str, Any]) -> str:
+    """When and how a table's section was run (its info.json)."""
+    return (
+        f"Run: `.venv/bin/python -m benchmarks.tuning_table.replay --tables {info['tables']} --seeds {info['seeds']}` "
+        f"on {info['when']} ({info['runs']} tunes in {info['wall_s']:.0f} s on {info['workers']} workers; load "
+        f"average {info['load'][0]:.1f} → {info['load'][1]:.1f} on the shared 2-core machine)."
+    )
+
+
+def cell_section(table: str) -> list[str]:
+    """A measured table's cells: each one's starts and per objective the mean ± sd of its repeats (build_table's
+    rendering of the table's own files)."""
+    from benchmarks.tuning_table.build_table import markdown as cell_table
+
+    read = {}
+    for name in ("table.csv", "variants.csv"):
+        with open(TABLES[table] / name, newline="") as f:
+            read[name] = list(csv.DictReader(f))
+    return [
+        "The cells: starts (launch to ready, each launch's, with its compile cache) and per objective the mean ± sd "
+        "over every repeat of every launch (range, count), from `table.csv` / `variants.csv`:",
+        "",
+        cell_table(read["table.csv"], read["variants.csv"]),
+        "",
+    ]
 
 
 def markdown(
     tables: list[str],
     summaries: dict[str, list[dict[str, Any]]],
-    info: dict[str, Any],
+    infos: dict[str, dict[str, Any]],
     before: dict[str, list[dict[str, Any]]],
 ) -> str:
     out = [
         "# Replay study: servetune's tuning strategies against the tuning table",
         "",
-        f"Written by `.venv/bin/python -m benchmarks.tuning_table.replay --seeds {info['seeds']}` on "
-        f"{info['when']} ({info['runs']} tunes in {info['wall_s']:.0f} s on {info['workers']} workers; load average "
-        f"{info['load'][0]:.1f} → {info['load'][1]:.1f} on the shared 2-core machine). Per run: `runs.csv`; per "
-        "strategy and budget: `summary.csv` (under `replay/<table>/`).",
+        "Written by `.venv/bin/python -m benchmarks.tuning_table.replay` from each table's last run (its `Run:` line). "
+        "Per run: `runs.csv`; per strategy and budget: `summary.csv` (under `replay/<table>/`).",
         "",
         "Columns: `spent` = GPU time the run charged (every launch, warm-up and repeat, the confirmation's "
         "included) in % of the grid's (every cell launched once and measured in three repeats); `regret` = the "
@@ -368,7 +401,9 @@ def markdown(
     for table in tables:
         rows = summaries[table]
         then = {(r["objective"], r["strategy"], float(r["budget"])): r for r in before.get(table, [])}
-        out += [f"## {table}", "", LABELS[table], ""]
+        out += [f"## {table}", "", LABELS[table], "", ran(infos[table]), ""]
+        if table != "synthetic":
+            out += cell_section(table)
         for objective, (probe, figure, goal) in OBJECTIVES.items():
             head = ["strategy", "budget", "spent % (max)", "regret % median", "p90", "≤2%", "best/tie", "none"]
             if then:
@@ -413,7 +448,10 @@ def read_summary(path: Path) -> list[dict[str, Any]]:
         return []
     numeric = {"budget", "spent_pct_mean", "spent_pct_max", "within_2pct", "best_or_tied", "infeasible_or_none"}
     with open(path, newline="") as f:
-        return [{k: float(v) if k in numeric else v for k, v in row.items()} for row in csv.DictReader(f)]
+        return [
+            {k: float(v) if k in numeric else int(v) if k == "feasible_cells" else v for k, v in row.items()}
+            for row in csv.DictReader(f)
+        ]
 
 
 def goal_line(rows: list[dict[str, Any]], objective: str) -> str:
@@ -463,16 +501,8 @@ def main() -> None:
     with ProcessPoolExecutor(a.workers) as pool:
         rows = list(pool.map(run, todo, chunksize=8))
     wall = time.monotonic() - start
-    summaries, before = {}, {}
-    for table in tables:
-        mine = [r for r in rows if r["table"] == table]
-        summaries[table] = summarize(mine)
-        write_csv(Path(a.out) / table / "runs.csv", mine)
-        write_csv(Path(a.out) / table / "summary.csv", summaries[table], SUMMARY_COLUMNS)
-        if a.before and (old := Path(a.before) / table / "runs.csv").is_file():
-            write_csv(Path(a.out) / table / "summary_before.csv", summarize(rescored(old, table)), SUMMARY_COLUMNS)
-        before[table] = read_summary(Path(a.out) / table / "summary_before.csv")
     info = {
+        "tables": a.tables,
         "seeds": a.seeds,
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": len(rows),
@@ -480,7 +510,18 @@ def main() -> None:
         "workers": a.workers,
         "load": (load, os.getloadavg()[0]),
     }
-    report = markdown(tables, summaries, info, {t: rows for t, rows in before.items() if rows})
+    for table in tables:
+        mine = [r for r in rows if r["table"] == table]
+        write_csv(Path(a.out) / table / "runs.csv", mine)
+        write_csv(Path(a.out) / table / "summary.csv", summarize(mine), SUMMARY_COLUMNS)
+        (Path(a.out) / table / "info.json").write_text(json.dumps(info, indent=1) + "\n")
+        if a.before and (old := Path(a.before) / table / "runs.csv").is_file():
+            write_csv(Path(a.out) / table / "summary_before.csv", summarize(rescored(old, table)), SUMMARY_COLUMNS)
+    shown = [t for t in TABLES if (Path(a.out) / t / "summary.csv").is_file()]
+    summaries = {t: read_summary(Path(a.out) / t / "summary.csv") for t in shown}
+    infos = {t: json.loads((Path(a.out) / t / "info.json").read_text()) for t in shown}
+    before = {t: read_summary(Path(a.out) / t / "summary_before.csv") for t in shown}
+    report = markdown(shown, summaries, infos, {t: rows for t, rows in before.items() if rows})
     (Path(a.results) if a.results else Path(a.out) / "RESULTS.md").write_text(report)
     print(f"{len(rows)} tunes replayed in {wall:.0f} s ({a.workers} workers); results under {a.out}")
 

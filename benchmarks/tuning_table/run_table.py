@@ -7,17 +7,21 @@ Everything after this script's own arguments goes to benchmarks/device_campaign/
 --tokenizer, --vllm, --scale, --no-gpu, --api-server, --env, --extra-flags, --dry-run, ...; see its docstring), so
 the launch, the stop, the deadline rule and every probe file are that driver's. What this script adds:
 
-- the plan: the grid's variants in the grid's order, minus those whose `<done-from>/<variant>/variant.json` says
-  `done` (a resumed grid measures only what is missing), each with the warm-up and then the probes' repeats
-  interleaved (a1 b1 c1 a2 b2 c2 ...), so that drift over a variant's minutes spreads over all objectives and a
-  variant cut short still holds some repeats of each;
+- a folder of its own for each run (launch): `<out>/launch_<k>/` (`layout.py`), so that a relaunch on the same
+  device (the lease had time left after the first launch ended at its deadline) never overwrites what an
+  earlier launch wrote; `<out>/DONE` when it ends (what device_campaign/poll.sh waits for);
+- the plan: the grid's variants in the grid's order, minus those done — some launch of it in the `--done-from`
+  data folder (the committed measurements) or in an earlier launch under `--out` (this device session's, not
+  committed yet) says `done` — each with the warm-up and then the probes' repeats interleaved (a1 b1 c1 a2 b2
+  c2 ...), so that drift over a variant's minutes spreads over all objectives and a variant cut short still holds
+  some repeats of each. A resumed grid measures only what is missing;
 - fixed-rate Poisson probes: the campaign driver sets a Poisson point's rate from another point's measured
   throughput (`rate_ref` x `rate_factor`); here every Poisson probe refers to a unit throughput of 1 req/s, so its
   `rate_factor` is its rate and every variant gets the same arrivals;
-- `<out>/<variant>/variant.json` when the variant's server has stopped: argv, env, launch-to-ready, engine time,
-  whether vLLM loaded its compiled graph from the compile cache or compiled it (its own log lines), the compile-cache
-  key, vLLM's startup facts (servetune's parser of the log, plus the lines a flag-applied check reads) and each
-  probe's outcome.
+- `<out>/launch_<k>/<variant>/variant.json` when the variant's server has stopped: argv, env, launch-to-ready,
+  engine time, whether vLLM loaded its compiled graph from the compile cache or compiled it (its own log lines), the
+  compile-cache key, vLLM's startup facts (servetune's parser of the log, plus the lines a flag-applied check reads)
+  and each probe's outcome.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "device_campaign"))
 
 import driver as campaign  # noqa: E402
+from layout import done_anywhere, new_launch, numbered  # noqa: E402
 from points import POINTS, Cls, Point  # noqa: E402
 
 UNIT_REF = "_unit_rate"
@@ -100,15 +105,21 @@ def probe_points(grid: dict) -> list[Point]:
     return out
 
 
-def is_done(data: Path, variant: str) -> bool:
-    f = data / variant / "variant.json"
-    return f.exists() and bool(json.loads(f.read_text()).get("done"))
-
-
-def plan(grid: dict, points: list[Point], done_from: Path, only: list[str], model_dir: str, common: list[str]) -> dict:
-    todo = [v for v in grid["variants"] if (not only or v["id"] in only) and not is_done(done_from, v["id"])]
+def plan(
+    grid: dict,
+    points: list[Point],
+    done: list[str],
+    only: list[str],
+    model_dir: str,
+    common: list[str],
+    machine_fresh: bool,
+) -> dict:
+    """The variants to measure: the grid's (or `only`) in grid order, minus `done`. The first start is cold only on
+    a fresh machine (`machine_fresh`: no earlier launch on it), which sets its expected start time."""
+    todo = [v for v in grid["variants"] if (not only or v["id"] in only) and v["id"] not in done]
     startups = []
     for k, v in enumerate(todo):
+        cold = machine_fresh and k == 0
         startups.append(
             {
                 "id": v["id"],
@@ -117,8 +128,8 @@ def plan(grid: dict, points: list[Point], done_from: Path, only: list[str], mode
                 "flags": [*v["flags"], *common],
                 "factors": v["factors"],
                 "priority": 1,
-                "cold": k == 0,
-                "est_start_s": grid["est_start_s"]["cold" if k == 0 else "later"],
+                "cold": cold,
+                "est_start_s": grid["est_start_s"]["cold" if cold else "later"],
                 "stop_after": "ready",
                 "points": [
                     {
@@ -157,11 +168,17 @@ def startup_facts(text: str) -> dict:
 
 
 class TableMixin:
-    """Hooks on the campaign driver (and its dry run): fixed-rate probes, variant.json after each stop."""
+    """Hooks on the campaign driver (and its dry run): fixed-rate probes, variant.json after each stop, the
+    session's DONE at the end."""
 
     out: Path
     manifest: dict
     startups: list[dict]
+
+    def run(self) -> None:
+        super().run()  # type: ignore[misc]
+        # the driver's DONE is in this launch's folder; poll.sh waits for the one of the output folder above it
+        (self.out.parent / "DONE").write_text(f"done: {self.out.name}\n")
 
     async def run_point(self, s: dict, p: dict, sdir: Path, results: dict) -> dict:
         results.setdefault(UNIT_REF, {"request_throughput": 1.0})
@@ -226,7 +243,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--grid", default=str(HERE / "grid.json"))
     ap.add_argument("--done-from", default=str(HERE / "data"), help="data folder: variants done there are skipped")
-    ap.add_argument("--out", required=True, help="the driver's output folder (<out>/<variant>/...)")
+    ap.add_argument(
+        "--out",
+        required=True,
+        help="the device session's output folder: this launch writes <out>/launch_<k>/ (k: one past the last), and "
+        "variants done by an earlier launch there are skipped",
+    )
     ap.add_argument("--variants", default="", help="comma-separated variant ids (default: all not done)")
     ap.add_argument("--model-dir", default=None, help="instead of the grid's model_dir (rehearsal)")
     ap.add_argument("--common-flags", default=None, help="instead of the grid's common_flags (rehearsal)")
@@ -236,10 +258,14 @@ def main() -> None:
     POINTS.update({p.name: p for p in points})
     common = grid["common_flags"] if mine.common_flags is None else shlex.split(mine.common_flags)
     only = [v for v in mine.variants.split(",") if v]
-    out = Path(mine.out)
-    out.mkdir(parents=True, exist_ok=True)
-    the_plan = plan(grid, points, Path(mine.done_from), only, mine.model_dir or grid["model_dir"], common)
+    session = Path(mine.out)
+    session.mkdir(parents=True, exist_ok=True)
+    fresh = not numbered(session) and not (session / "manifest.json").exists()  # no launch before this one
+    done = [v["id"] for v in grid["variants"] if done_anywhere(v["id"], [Path(mine.done_from)], session)]
+    out = new_launch(session)
+    the_plan = plan(grid, points, done, only, mine.model_dir or grid["model_dir"], common, machine_fresh=fresh)
     (out / "plan.json").write_text(json.dumps(the_plan, indent=1) + "\n")
+    print(f"{out.name} in {session}; done already: {done}", flush=True)
     print(f"{len(the_plan['startups'])} variants to measure: {[s['id'] for s in the_plan['startups']]}", flush=True)
     env = [a for kv in grid["env"] for a in ("--env", kv)]
     sys.argv = [sys.argv[0], "--plan", str(out / "plan.json"), "--out", str(out), *env, *rest]

@@ -24,17 +24,20 @@ DATA = Path(__file__).parent / "data"
 
 
 def _table_variants() -> list[Path]:
-    return sorted(p.parent for p in TABLE.glob("*/variant.json"))
+    """Every launch of every variant (a variant measured again has its later launches in launch_<n>/)."""
+    return sorted(p.parent for p in TABLE.rglob("variant.json"))
 
 
-@pytest.mark.parametrize("folder", _table_variants(), ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", _table_variants(), ids=lambda p: str(p.relative_to(TABLE)))
 def test_every_flag_of_the_h200_table_was_applied(folder: Path) -> None:
     variant = json.loads((folder / "variant.json").read_text())
     flags = parse_argv("vllm", variant["flags"], version="0.24.0")
     facts = parse_vllm_log(gzip.decompress((folder / "vllm.log.gz").read_bytes()).decode())
     evidence = require_applied(EngineConfig(engine="vllm", model="m", flags=flags), facts)
     assert evidence["max-num-batched-tokens"].startswith("applied: Chunked prefill is enabled")
-    assert evidence["kv-cache-dtype"] == "applied: engine config: kv_cache_dtype=auto"
+    assert (
+        evidence["kv-cache-dtype"] == f"applied: engine config: kv_cache_dtype={variant['factors']['kv-cache-dtype']}"
+    )
     assert evidence["max-model-len"] == "applied: engine config: max_seq_len=32768"
     assert evidence["max-num-seqs"].startswith("applied: non-default args: max_num_seqs=")
 

@@ -48,8 +48,9 @@ def experiment(table: Path, variants: dict[str, Any], seed: int = 0, **extra: An
     )
 
 
-def small_table(folder: Path) -> Path:
-    """Two measured variants of max-num-seqs: starts of 100 s and 200 s, a 5 s warm-up, three repeats each."""
+def small_table(folder: Path, relaunched: bool = False) -> Path:
+    """Two measured variants of max-num-seqs: starts of 100 s and 200 s, a 5 s warm-up, three repeats each; with
+    `relaunched`, mns-256 launched a second time, its three repeats there 0.5 above the first launch's."""
     folder.mkdir()
     grid = {
         "table": "small",
@@ -75,10 +76,13 @@ def small_table(folder: Path) -> Path:
         w.writerows([["mns-256", "ready", 100, 5, "cold", 1000], ["mns-64", "ready", 200, 5, "cold", 1000]])
     with open(folder / "table.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["variant", "probe", "repeat", "outcome", "goodput_req_s", "ttft_p99_ms", "completed", "wall_s"])
-        for vid, base in (("mns-256", 8.0), ("mns-64", 6.0)):
+        w.writerow(
+            ["variant", "probe", "repeat", "launch", "outcome", "goodput_req_s", "ttft_p99_ms", "completed", "wall_s"]
+        )
+        launches = (("mns-256", 8.0, 1), ("mns-64", 6.0, 1)) + ((("mns-256", 8.5, 2),) if relaunched else ())
+        for vid, base, launch in launches:
             for k in (1, 2, 3):
-                w.writerow([vid, "b", k, "ok", base + k / 10, 500, 96, 9 + k])
+                w.writerow([vid, "b", k, launch, "ok", base + k / 10, 500, 96, 9 + k])
     return folder
 
 
@@ -145,6 +149,26 @@ def test_repeat_r_of_every_variant_is_answered_with_the_same_measured_repeat(tmp
         assert paired.half_width_pct <= unpaired.half_width_pct / 2
 
 
+def test_a_cell_measured_in_two_launches_answers_repeat_k_from_either(tmp_path: Path) -> None:
+    """A variant launched twice (a relaunch measured it again) has a repeat k of each launch: both are answers of
+    draw k (the replay used to answer every k with the first launch's and never the second's), and repeat r of every
+    variant is still answered with the same k."""
+    table = small_table(tmp_path / "table", relaunched=True)
+    drawn: set[float] = set()
+    for seed in range(12):
+        exp = experiment(table, {"grid": {"max-num-seqs": [256, 64]}}, seed=seed)
+        outcome = run_experiment(exp, tmp_path / f"s{seed}", emit=lambda _: None)
+        runs = {r.variant.name: sorted(r.runs, key=lambda x: x.repeat) for r in outcome.records}
+        first, second = runs["max-num-seqs=256"], runs["max-num-seqs=64"]
+        assert [r.result.draw for r in first] == [r.result.draw for r in second], "paired by the load draw k"
+        for run in first:
+            k = int((run.result.draw or "").rsplit(" ", 1)[1])
+            value = run.result.figures["goodput_rps"]
+            assert value in (pytest.approx(8.0 + k / 10), pytest.approx(8.5 + k / 10)), "one of the two repeats k"
+            drawn.add(round(value, 2))
+    assert drawn & {8.1, 8.2, 8.3} and drawn & {8.6, 8.7, 8.8}, f"both launches answer: {sorted(drawn)}"
+
+
 def test_every_strategy_runs_unchanged_against_the_measured_h200_table(tmp_path: Path) -> None:
     calibration = REPO / "benchmarks/device_campaign/profiles/h200_qwen3.6-27b_vllm0.24.0.json"
     strategies = {
@@ -171,11 +195,12 @@ def test_every_strategy_runs_unchanged_against_the_measured_h200_table(tmp_path:
 
 
 def test_a_cell_the_table_did_not_measure_fails_named(tmp_path: Path) -> None:
-    exp = experiment(H200_TABLE, {"matrix": {"baseline": "base", "changes": {"fp8": {"kv-cache-dtype": "fp8"}}}})
+    changes = {"mnbt-2048": {"max-num-batched-tokens": 2048}}
+    exp = experiment(H200_TABLE, {"matrix": {"baseline": "base", "changes": changes}})
     outcome = run_experiment(exp, tmp_path / "x", emit=lambda _: None)
-    fp8 = next(r for r in outcome.records if r.variant.name == "fp8")
-    assert fp8.status == "failed" and fp8.failure is not None and fp8.failure.klass == "not_in_table"
-    assert "kv-cache-dtype" in fp8.failure.excerpt and fp8.gpu_minutes == 0
+    missing = next(r for r in outcome.records if r.variant.name == "mnbt-2048")
+    assert missing.status == "failed" and missing.failure is not None and missing.failure.klass == "not_in_table"
+    assert "max-num-batched-tokens" in missing.failure.excerpt and missing.gpu_minutes == 0
 
 
 def test_a_load_the_table_did_not_measure_is_refused(tmp_path: Path) -> None:

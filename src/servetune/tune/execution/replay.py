@@ -13,8 +13,10 @@ What a launch group costs and returns, from the table:
   draw, so repeat r of every variant is answered with the same k, and the ranking pairs them as it pairs a live
   tune's (each result names its draw: the table probe and k). Drawn, not replayed in order, so a confirmation's
   "fresh" repeats and two seeds' searches differ as two real runs would; with the table's few repeats the draws
-  are bootstrap draws, and their spread is the table's, not a new measurement's. A cell that lacks the repeat
-  drawn (not measured) is answered with one of its own, drawn for the variant and named by its own number.
+  are bootstrap draws, and their spread is the table's, not a new measurement's. A cell measured in several
+  launches has a repeat k of each: which launch's answers is drawn for the variant (a launch's server is its own).
+  A cell that lacks the repeat drawn (not measured) is answered with one of its own, drawn for the variant and
+  named by its own number.
 
 A variant the table has no cell for (a value it did not measure), or whose launch the table records as failed,
 is recorded failed with the reason (`not_in_table`, or the table's failure class), costing nothing. The time is
@@ -116,9 +118,8 @@ class ReplayExecutor(LocalExecutor):
                     seconds = 0.0
                 else:
                     k = random.Random(f"{self.seed}/{draw_set(variant)}/{name}/{repeat}").choice(numbers)
-                    drawn = next((r for r in measured if r.repeat == k), None)
-                    if drawn is None:
-                        drawn = random.Random(f"{self.seed}/{variant.key()}/{name}/{repeat}").choice(measured)
+                    on_k = [r for r in measured if r.repeat == k]
+                    drawn = random.Random(f"{self.seed}/{variant.key()}/{name}/{repeat}").choice(on_k or measured)
                     result = ProbeResult(
                         probe=name,
                         ok=drawn.ok,
@@ -126,7 +127,10 @@ class ReplayExecutor(LocalExecutor):
                         draw=f"{self.table.name} {probe} repeat {drawn.repeat}",
                         requests=drawn.completed + drawn.failed,
                         failed_requests=drawn.failed,
-                        notes=[f"replayed: {self.table.name} {cell.id} {probe} repeat {drawn.repeat}"],
+                        notes=[
+                            f"replayed: {self.table.name} {cell.id} {probe} repeat {drawn.repeat}"
+                            + (f" (launch {drawn.launch})" if drawn.launch > 1 else "")
+                        ],
                         error=None if drawn.ok else drawn.outcome,
                     )
                     seconds = drawn.wall_s

@@ -1,5 +1,6 @@
-"""A measured table a tune can be replayed against: every variant of an exhaustive grid launched once, each probe
-measured in repeats, committed as data (`benchmarks/tuning_table/` is one; its README says how to make another).
+"""A measured table a tune can be replayed against: every variant of an exhaustive grid launched (once or more),
+each probe measured in repeats, committed as data (`benchmarks/tuning_table/` is one; its README says how to make
+another).
 
 A table is a folder of four files:
 
@@ -7,7 +8,8 @@ A table is a folder of four files:
   `probes` (each table probe's load: `kind` closed or poisson, `concurrency` or `rate`, `requests`,
   `warmup_requests`, `input_tokens`, `output_tokens`, `spread`);
 - `table.csv` — a row per variant × probe × repeat: `variant`, `probe`, `repeat` (repeat k of every variant measured
-  with the same load draws, the same seeds, as `tune`'s repeats are), `outcome` (`ok` or why not), the
+  with the same load draws, the same seeds, as `tune`'s repeats are), optional `launch` (a variant launched more
+  than once has a repeat k of each launch: 1 = its first), `outcome` (`ok` or why not), the
   figures (`output_tok_s`, `request_per_s`, `goodput_req_s`, `ttft_p50_ms`, `ttft_p99_ms`, `tpot_p50_ms`,
   `tpot_p99_ms`, `e2el_p50_ms`), `completed`, `failed` and the repeat's `wall_s`;
 - `variants.csv` — a row per variant: `variant`, `outcome` (`ready`, or the failure that stopped its start),
@@ -59,11 +61,13 @@ class Repeat:
     failed: int
     wall_s: float
     outcome: str
+    launch: int = 1
+    """Which launch of the variant measured it (1: the first)."""
 
 
 @dataclass(frozen=True)
 class TableVariant:
-    """One measured launch: its flag values, how its start went and its probes' repeats."""
+    """One measured cell: its flag values, how its start went and its probes' repeats (of every launch of it)."""
 
     id: str
     factors: dict[str, Any]
@@ -153,6 +157,7 @@ class ReplayTable:
                     failed=int(_float(row.get("failed")) or 0),
                     wall_s=_float(row.get("wall_s")) or _float(row.get("duration_s")) or 0.0,
                     outcome=outcome,
+                    launch=int(_float(row.get("launch")) or 1),
                 )
             )
         return cls(
