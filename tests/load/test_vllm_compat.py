@@ -9,6 +9,7 @@ import math
 import os
 import shlex
 import socket
+import statistics
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -121,36 +122,43 @@ def mock_url() -> Iterator[str]:
         server.wait(10)
 
 
-def _only_a_stalled_client(proc: subprocess.CompletedProcess[str]) -> bool:
-    """Exit 1 for one reason only: the client's own event loop ran late. On a loaded CI machine one stall of a
-    few ms in this 0.2 s run is its p99 (once: 5.6 ms, the client 9% of a core busy), and servetune rightly says
-    its time stamps were late; that is the machine, not the line, and the run and its files are complete."""
-    out = proc.stdout + proc.stderr
-    warnings = [w for w in out.splitlines() if w.startswith("WARNING:")]
-    return (
-        proc.returncode == 1
-        and "bench: 1 validity warning(s) above" in out
-        and len(warnings) == 1
-        and "event loop ran late" in warnings[0]
-    )
+def _run_line(url: str, out: Path) -> tuple[dict, dict]:
+    """Runs RUN_LINE unchanged; returns the vLLM result file and servetune's own. What the line means is checked
+    here whatever the machine's load: no request failed, every answer as long as asked, input tokens as planned,
+    the tokens counted from usage. What the machine's load decides is not: a starved client's event loop runs late
+    (its time stamps late by as much), a starved mock server stalls, a slow start is counted as warm-up. bench
+    rightly calls such a run invalid and exits 1 (docs/bench.md: validity warnings are fatal without
+    --accept-warnings); that verdict is about the machine, and the run and its files are complete all the same."""
+    line = shlex.split(RUN_LINE.format(url=url, out=out))
+    proc = subprocess.run([*SERVETUNE, "bench", *line], capture_output=True, text=True, env=ENV, timeout=120)
+    said = proc.stdout + proc.stderr
+    problems = [w for w in proc.stderr.splitlines() if w.startswith("bench: ")]
+    assert proc.returncode == 0 or (
+        proc.returncode == 1 and len(problems) == 1 and "validity warning" in problems[0]
+    ), said
+    own = json.loads((out / "run.servetune.json").read_text())
+    v = own["summary"]["validity"]
+    assert v["failed"] == v["short_requests"] == v["reasoning_only_requests"] == v["tokens_disagree"] == 0, said
+    assert v["prompt_offset_varies"] == 0 and v["prompt_tokens_expected"] > 0 and set(v["token_sources"]) == {"usage"}
+    assert v["client"]["lost"] == [] and v["queue"] is None, said  # a closed loop in one process, none lost
+    assert proc.returncode == 0 or v["client_limited"] or v["stalls"] or not v["steady"]["steady"], said
+    return json.loads((out / "run.json").read_text()), own
 
 
 def test_a_vllm_line_runs_unchanged_and_writes_vllms_file(mock_url: str, tmp_path: Path) -> None:
-    line = shlex.split(RUN_LINE.format(url=mock_url, out=tmp_path))
-    proc = subprocess.run([*SERVETUNE, "bench", *line], capture_output=True, text=True, env=ENV, timeout=120)
-    assert proc.returncode == 0 or _only_a_stalled_client(proc), proc.stdout + proc.stderr
-    data = json.loads((tmp_path / "run.json").read_text())
-    assert data["completed"] == 24 and data["failed"] == 0 and data["backend"] == "openai"
-    assert data["model_id"] == "org/tiny" and data["max_concurrency"] == 4 and data["request_rate"] == "inf"
-    assert data["tp"] == "1" and data["num_prompts"] == 24
+    data, own = _run_line(mock_url, tmp_path)
+    # a start-up transient is warm-up too (docs/bench.md, a difference from vLLM): it leaves the measured requests
+    measured, transient = own["summary"]["validity"]["measured"], own["summary"]["validity"]["warmup_excluded"] - 2
+    assert measured + transient == 24 and data["completed"] == measured and data["failed"] == 0
+    assert data["backend"] == "openai" and data["model_id"] == "org/tiny" and data["max_concurrency"] == 4
+    assert data["request_rate"] == "inf" and data["tp"] == "1" and data["num_prompts"] == 24
     for key in ("median_ttft_ms", "p99_itl_ms", "p90_tpot_ms", "mean_e2el_ms", "std_ttft_ms", "request_goodput"):
         assert isinstance(data[key], float), key
     assert "p95_ttft_ms" not in data  # only the asked percentiles, as vLLM writes them
-    assert len(data["ttfts"]) == len(data["itls"]) == len(data["start_times"]) == 24
+    assert len(data["ttfts"]) == len(data["itls"]) == len(data["start_times"]) == measured
     assert all(len(gaps) == n - 1 for gaps, n in zip(data["itls"], data["output_lens"], strict=True))
     assert all(10 <= n <= 14 for n in data["output_lens"])  # 12 ± 10% (--random-range-ratio spreads both)
-    assert data["median_ttft_ms"] == pytest.approx(1000 * sorted(data["ttfts"])[11:13][0], rel=0.2)
-    own = json.loads((tmp_path / "run.servetune.json").read_text())
+    assert data["median_ttft_ms"] == pytest.approx(1000 * statistics.median(data["ttfts"]), rel=0.2)
     assert own["source"]["tool"] == "servetune" and len((tmp_path / "run.records.jsonl").read_text().splitlines()) == 26
 
 
@@ -180,7 +188,9 @@ def vllm_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]
     bench_cmd = [*SERVETUNE, "bench", "--base-url", f"http://127.0.0.1:{port}", "--model", "mock",
                  "--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "8",
-                 "--num-prompts", "12", "--disable-tqdm"]  # fmt: skip
+                 "--num-prompts", "12", "--disable-tqdm", "--accept-warnings"]  # fmt: skip
+    # vLLM's sweep stops at a command that exits non-zero; a starved client's validity warning (exit 1) is not
+    # what these readers are tested on, and it stays in each run's servetune file
     os.environ["PYTHONPATH"] = ENV["PYTHONPATH"]  # the commands vLLM runs inherit this process's environment
     with serve_mod.run_server(
         serve_cmd, ["true"], show_stdout=False, serve_overrides=ParameterSweepItem(), dry_run=False
@@ -211,10 +221,7 @@ def test_vllm_sweep_and_plot_readers_take_servetunes_files(vllm_sweep: Path) -> 
 
 def test_vllm_timeline_builder_takes_servetunes_detailed_file(mock_url: str, tmp_path: Path) -> None:
     timeline = pytest.importorskip("vllm.benchmarks.plot", reason="vLLM is not installed")
-    line = shlex.split(RUN_LINE.format(url=mock_url, out=tmp_path))
-    proc = subprocess.run([*SERVETUNE, "bench", *line], capture_output=True, text=True, env=ENV, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads((tmp_path / "run.json").read_text())
+    data, _ = _run_line(mock_url, tmp_path)
     requests = [
         {"start_time": s, "ttft": t, "itl": i, "latency": t + sum(i), "prompt_len": p, "output_tokens": o}
         for s, t, i, p, o in zip(

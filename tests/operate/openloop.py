@@ -38,7 +38,11 @@ class LoadResult:
         return [o for o in self.outcomes if o.kind == kind]
 
 
-async def one(session: aiohttp.ClientSession, url: str, body: dict, timeout_s: float) -> Outcome:
+async def one(
+    session: aiohttp.ClientSession, url: str, body: dict, timeout_s: float, streaming: asyncio.Event | None = None
+) -> Outcome:
+    """One streamed completion; `streaming` is set at its first token (a test that acts on streams in flight waits
+    for it: a request still in the kernel's or the proxy's queue on a loaded machine is not in flight yet)."""
     out = Outcome(sent=time.monotonic())
     try:
         async with asyncio.timeout(timeout_s):
@@ -61,6 +65,8 @@ async def one(session: aiohttp.ClientSession, url: str, body: dict, timeout_s: f
                     if chunk.get("choices") and chunk["choices"][0].get("text"):
                         out.tokens += 1
                         out.first = out.first or time.monotonic()
+                        if streaming is not None:
+                            streaming.set()
                 out.kind = "answered" if finished else "broken"
                 out.detail = "" if finished else "stream ended without [DONE]"
     except (aiohttp.ClientError, TimeoutError, ValueError) as err:
