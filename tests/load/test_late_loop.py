@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from servetune.load.monitor import client_process
+from servetune.load.monitor import client_process, lag_within
 from servetune.load.runner import run_load
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
@@ -54,6 +54,16 @@ def test_the_late_moments_are_split_into_running_waiting_and_neither() -> None:
     unknown = (*unknown[:3], np.full(100, -1, dtype=np.int64).tobytes())  # no schedstat (not Linux)
     proc = client_process("client", 1, unknown, 0, 10**12)
     assert proc is not None and proc.late_waiting_pct is None and proc.late_busy_pct == pytest.approx(100)
+
+
+def test_the_lag_within_a_span_is_the_held_time_inside_it() -> None:
+    """A sample at t with lag L: the loop ran nothing from t - L to t. A span gets the part of each held interval
+    that lies inside it: whole, cut at either end, or none."""
+    t, lag, cpu, wait = (np.frombuffer(b, dtype=np.int64) for b in _samples([(0, 1, 0), (30, 1, 0), (0, 1, 0)]))
+    samples = (t.tobytes(), lag.tobytes(), cpu.tobytes(), wait.tobytes())  # held from 20 to 50 ms
+    starts = np.array([0, 30, 0, 55]) * MS
+    ends = np.array([60, 40, 25, 80]) * MS
+    assert list(lag_within(samples, starts, ends) / MS) == [30, 10, 5, 0]
 
 
 def test_a_short_run_whose_worst_moment_opens_the_window_still_has_it_explained() -> None:

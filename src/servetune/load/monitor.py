@@ -72,6 +72,24 @@ def shift_samples(samples: LoopSamples, offset_ns: int) -> LoopSamples:
     return t.tobytes(), samples[1], samples[2], samples[3]
 
 
+def lag_within(samples: LoopSamples, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """For each span [start, end], how long the event loop was held up inside it (ns): a sample at t with lag L
+    says the loop ran nothing between t - L (when its timer was due) and t, so a chunk that arrived then was read
+    up to L late, and a server in this process (the mock) answered late too. Summed over the samples' held
+    intervals that overlap the span; this is what the client's own lateness can have added to a request's TTFT."""
+    t = np.frombuffer(samples[0], dtype=np.int64)
+    lag = np.frombuffer(samples[1], dtype=np.int64)
+    out = np.zeros(len(start_ns), dtype=np.int64)
+    if not len(t):
+        return out
+    longest = int(lag.max())
+    for k, (a, b) in enumerate(zip(start_ns, end_ns, strict=True)):
+        lo, hi = np.searchsorted(t, a, "right"), np.searchsorted(t, b + longest, "right")
+        ends, held = t[lo:hi], lag[lo:hi]
+        out[k] = int(np.clip(np.minimum(ends, b) - np.maximum(ends - held, a), 0, None).sum())
+    return out
+
+
 def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end_ns: int) -> ClientProcess | None:
     """One process's evidence over the window [start_ns, end_ns] (the measured phase); None without samples.
 

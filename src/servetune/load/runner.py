@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from servetune.control.client import ControlClient, ControlTimeouts, normalize_base_url
@@ -26,7 +27,14 @@ from servetune.load.client import Client, Watchdog
 from servetune.load.coordinator import Coordinator, Supply
 from servetune.load.engine_watch import EngineWatch
 from servetune.load.http1 import Pool
-from servetune.load.monitor import LoopMonitor, LoopSamples, client_process, usable_cores, young_collections_only
+from servetune.load.monitor import (
+    LoopMonitor,
+    LoopSamples,
+    client_process,
+    lag_within,
+    usable_cores,
+    young_collections_only,
+)
 from servetune.load.prompts import Conversation, RequestFactory
 from servetune.load.shape import LoadShape, Phaser, open_schedule
 from servetune.load.tokens import LocalTokenizer, make_counter
@@ -248,6 +256,7 @@ async def run_load(
         await engine.close()
     samples.insert(0, ("client" if in_process else "coordinator", os.getpid(), monitor.samples()))
     records.sort(key=lambda r: (r.sent_ns, r.index, r.turn))
+    _mark_loop_lag(records, samples, in_process)
     settle(records)  # a start-up transient of the measured requests is warm-up too (metrics/steady.py says why)
     report = _client_report(shape, n_workers, records, samples, lost, clocks)
     return LoadResult(
@@ -334,6 +343,20 @@ async def _ready(link: WorkerLink) -> None:
         ) from err
     if message[0] == "failed":
         raise ServetuneError(message[1], message[2] or "start the server, or check the URL and port")
+
+
+def _mark_loop_lag(records: list[RequestRecord], samples: Samples, in_process: bool) -> None:
+    """Sets each streamed record's loop lag (`loop_lag_first_ns`, `loop_lag_stream_ns`) from the samples of the
+    process that read its chunks (this one, or its worker): what the client's own lateness can have added to its
+    TTFT and ITL, which `settle` must not blame on the server."""
+    workers = {int(role.split()[1]): s for role, _, s in samples[1:]}  # the roles are "worker N[ on node]"
+    by_process = {0: samples[0][2]} if in_process else workers
+    for worker, loop in by_process.items():
+        mine = [r for r in records if r.worker == worker and r.chunk_ns]
+        sent, first, last = (np.array([r.sent_ns for r in mine]), np.array([r.chunk_ns[0] for r in mine]),
+                             np.array([r.chunk_ns[-1] for r in mine]))  # fmt: skip
+        for r, lag, stream in zip(mine, lag_within(loop, sent, first), lag_within(loop, first, last), strict=True):
+            r.loop_lag_first_ns, r.loop_lag_stream_ns = int(lag), int(stream)
 
 
 def _client_report(
