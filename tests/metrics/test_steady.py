@@ -158,6 +158,14 @@ def test_only_the_difference_the_clients_lateness_leaves_is_judged() -> None:
     assert trend(rising) is not None and trend(rising, late) is None and trend(rising, late[::-1]) is not None
 
 
+def test_a_series_that_starts_at_zero_has_no_relative_trend() -> None:
+    """Gaps of 0 ms over the first third (a starved client reads each answer's chunks in one go), then rising: no
+    share of 0 can be judged, so no trend is reported, with the client's lateness beside it or not (weighing
+    lateness must not turn it into a trend that "rose 0%")."""
+    values = np.concatenate([np.zeros(20), np.linspace(0, 10, 40)])
+    assert trend(values) is None and trend(values, np.zeros(60)) is None
+
+
 def test_a_stall_is_flagged_not_absorbed_into_the_warm_up() -> None:
     """Two streams at a time; every stream waits 2.5 s at once right at the start of the measured window (the
     H200 case): the stall would make a transient to MSER-5, but a transient never reaches past the first request

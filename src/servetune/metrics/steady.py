@@ -148,7 +148,7 @@ def trend(values: np.ndarray, late: np.ndarray | None = None) -> float | None:
     extra = 0.0 if late is None else float(np.mean(late[-third:]) - np.mean(late[:third]))
     server = _unexplained(last - first, extra)
     change = (last - first) / first if first > 0 else 0.0
-    return change if server >= MATERIAL * first and server >= MATERIAL_MS else None
+    return change if first > 0 and server >= MATERIAL * first and server >= MATERIAL_MS else None
 
 
 def _spearman(means: np.ndarray) -> float:
