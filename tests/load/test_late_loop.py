@@ -21,9 +21,10 @@ import numpy as np
 import pytest
 
 from servetune.load.monitor import client_process, lag_within
-from servetune.load.runner import run_load
+from servetune.load.runner import _mark_loop_lag, run_load
 from servetune.load.shape import LoadShape
 from servetune.load.workload import Workload
+from servetune.metrics.record import RequestRecord
 from servetune.metrics.validity import ClientProcess, ClientReport, Validity, check_validity
 from servetune.mock.config import MockConfig
 from servetune.mock.server import running
@@ -64,6 +65,26 @@ def test_the_lag_within_a_span_is_the_held_time_inside_it() -> None:
     starts = np.array([0, 30, 0, 55]) * MS
     ends = np.array([60, 40, 25, 80]) * MS
     assert list(lag_within(samples, starts, ends) / MS) == [30, 10, 5, 0]
+
+
+def test_each_record_gets_the_lag_of_the_process_that_read_it() -> None:
+    """Worker 1's loop was held from 20 to 50 ms, worker 0's never: a request worker 1 read over that time gets
+    the hold, split at its first chunk; worker 0's the same span gets none; a lost worker (no samples) and an
+    answer with no chunks keep 0, not measured."""
+    held = _samples([(0, 1, 0), (30, 1, 0), (0, 1, 0)])
+    quiet = _samples([(0, 1, 0)] * 5)
+
+    def record(worker: int, chunks: list[int]) -> RequestRecord:
+        return RequestRecord(index=worker, worker=worker, sent_ns=0, chunk_ns=[c * MS for c in chunks])
+
+    records = [record(1, [30, 45, 60]), record(0, [30, 45, 60]), record(2, [30, 60]), record(1, [])]
+    _mark_loop_lag(records, {0: quiet, 1: held})
+    assert [(r.loop_lag_first_ns / MS, r.loop_lag_stream_ns / MS) for r in records] == [
+        (10, 20),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+    ]
 
 
 def test_a_short_run_whose_worst_moment_opens_the_window_still_has_it_explained() -> None:

@@ -73,21 +73,29 @@ def shift_samples(samples: LoopSamples, offset_ns: int) -> LoopSamples:
 
 
 def lag_within(samples: LoopSamples, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
-    """For each span [start, end], how long the event loop was held up inside it (ns): a sample at t with lag L
-    says the loop ran nothing between t - L (when its timer was due) and t, so a chunk that arrived then was read
-    up to L late, and a server in this process (the mock) answered late too. Summed over the samples' held
-    intervals that overlap the span; this is what the client's own lateness can have added to a request's TTFT."""
+    """For each span [start, end], how long the event loop was held up inside it (ns): an upper bound on what the
+    client's own lateness can have added to a time taken at its end.
+
+    A sample at t with lag L says the loop ran no timer between t - L (when its timer was due) and t, so a chunk
+    that arrived then was read up to L late, and a server in this process (the mock) answered late too. These
+    held intervals never overlap (each starts after the sample before it), so the held time up to any instant is
+    their running sum plus the part of the one it falls in; a span's is the difference at its two ends, for every
+    span at once. All of a span's held time counts, not only the hold that ended it: a server in the same
+    process was held by each of them, and one elsewhere was not (only the last delayed the read), so for it the
+    bound is loose, which errs toward calling a difference the client's."""
     t = np.frombuffer(samples[0], dtype=np.int64)
     lag = np.frombuffer(samples[1], dtype=np.int64)
-    out = np.zeros(len(start_ns), dtype=np.int64)
     if not len(t):
-        return out
-    longest = int(lag.max())
-    for k, (a, b) in enumerate(zip(start_ns, end_ns, strict=True)):
-        lo, hi = np.searchsorted(t, a, "right"), np.searchsorted(t, b + longest, "right")
-        ends, held = t[lo:hi], lag[lo:hi]
-        out[k] = int(np.clip(np.minimum(ends, b) - np.maximum(ends - held, a), 0, None).sum())
-    return out
+        return np.zeros(len(start_ns), dtype=np.int64)
+    due = t - lag
+    before = np.concatenate(([0], np.cumsum(lag)))  # held time of the samples before each one
+
+    def held_until(x: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(t, x, "right")  # the samples that ended by x; x falls in sample k's interval, if any
+        inside = np.clip(x - due[np.minimum(k, len(t) - 1)], 0, None) * (k < len(t))
+        return before[k] + inside
+
+    return held_until(np.asarray(end_ns, dtype=np.int64)) - held_until(np.asarray(start_ns, dtype=np.int64))
 
 
 def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end_ns: int) -> ClientProcess | None:
