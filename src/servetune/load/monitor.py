@@ -104,7 +104,9 @@ def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end
     Its late moments are the sampling intervals whose lag reached the p99 (those that set the figure the verdict
     judges; in a short run the p99 lies between the two worst, so at least the worst counts); what the thread did
     in them — ran, waited for a CPU, neither — is summed over them, so a single stall in a short run is explained
-    as well as a long saturation. An interval is known from the sample before it, inside the window or not."""
+    as well as a long saturation, and so is the CPU time it ran beyond the timer's period in each (what its own
+    work alone would have made it late by). An interval is known from the sample before it, inside the window or
+    not."""
     t, lag, cpu, wait = (np.frombuffer(b, dtype=np.int64) for b in samples)
     inside = (t >= start_ns) & (t <= end_ns)
     if inside.sum() < 2:
@@ -115,8 +117,11 @@ def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end
     ends = np.flatnonzero(inside)
     ends = ends[ends > 0]  # at least one of two or more samples
     late = ends[lag[ends] / 1e6 >= min(p99, float(lag[ends].max()) / 1e6)]
-    span = float((t[late] - t[late - 1]).sum())
+    spans = t[late] - t[late - 1]
+    span = float(spans.sum())
     known = span > 0 and bool((wait >= 0).all())
+    ran = cpu[late] - cpu[late - 1]  # CPU time it ran in each late interval ...
+    own = np.clip(ran - (spans - lag[late]), 0, None)  # ... and beyond the timer's period (the span less its lag)
     return ClientProcess(
         role=role,
         pid=pid,
@@ -124,8 +129,9 @@ def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end
         loop_lag_p50_ms=p50,
         loop_lag_p99_ms=p99,
         loop_lag_max_ms=float(lw.max()),
-        late_busy_pct=100.0 * float((cpu[late] - cpu[late - 1]).sum()) / span if span > 0 else None,
+        late_busy_pct=100.0 * float(ran.sum()) / span if span > 0 else None,
         late_waiting_pct=100.0 * float((wait[late] - wait[late - 1]).sum()) / span if known else None,
+        late_own_ms=float(own.mean()) / 1e6,
         samples=int(inside.sum()),
     )
 
