@@ -158,7 +158,9 @@ def test_a_vllm_line_runs_unchanged_and_writes_vllms_file(mock_url: str, tmp_pat
 def vllm_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """vLLM's own `bench sweep` machinery: its ServerProcess starts servetune's mock server, its run_comb runs
     `servetune bench` as the benchmark command (appending its own --percentile-metrics/--save-result/
-    --result-dir/--result-filename) twice per concurrency, and writes run=N.json and summary.json."""
+    --result-dir/--result-filename) twice per concurrency, and writes run=N.json and summary.json. The files are
+    under test, not the runs: vLLM's sweep stops at a benchmark that exits 1, and one does on a validity warning
+    (under a CPU hog: its client's event loop ran late), so the warnings are accepted."""
     serve_mod = pytest.importorskip("vllm.benchmarks.sweep.serve", reason="vLLM is not installed")
     from vllm.benchmarks.sweep.param_sweep import ParameterSweepItem
 
@@ -180,7 +182,7 @@ def vllm_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]
     bench_cmd = [*SERVETUNE, "bench", "--base-url", f"http://127.0.0.1:{port}", "--model", "mock",
                  "--dataset-name", "random", "--random-input-len", "32", "--random-output-len", "8",
-                 "--num-prompts", "12", "--disable-tqdm"]  # fmt: skip
+                 "--num-prompts", "12", "--disable-tqdm", "--accept-warnings"]  # fmt: skip
     os.environ["PYTHONPATH"] = ENV["PYTHONPATH"]  # the commands vLLM runs inherit this process's environment
     with serve_mod.run_server(
         serve_cmd, ["true"], show_stdout=False, serve_overrides=ParameterSweepItem(), dry_run=False
@@ -213,7 +215,7 @@ def test_vllm_timeline_builder_takes_servetunes_detailed_file(mock_url: str, tmp
     timeline = pytest.importorskip("vllm.benchmarks.plot", reason="vLLM is not installed")
     line = shlex.split(RUN_LINE.format(url=mock_url, out=tmp_path))
     proc = subprocess.run([*SERVETUNE, "bench", *line], capture_output=True, text=True, env=ENV, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0 or _only_a_stalled_client(proc), proc.stdout + proc.stderr
     data = json.loads((tmp_path / "run.json").read_text())
     requests = [
         {"start_time": s, "ttft": t, "itl": i, "latency": t + sum(i), "prompt_len": p, "output_tokens": o}
