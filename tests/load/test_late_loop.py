@@ -175,7 +175,10 @@ async def test_a_loop_busy_with_its_own_work_is_told_to_take_less_load() -> None
 
 async def test_a_blocked_loop_is_flagged_and_told_that_less_load_will_not_help() -> None:
     """Closed loop in one process has no schedule to be late against; the event-loop lag is what shows it (this
-    was tests/load/test_workers.py's closed-loop check, with its assertions; the cause is new)."""
+    was tests/load/test_workers.py's closed-loop check, with its assertions; the cause is new). Its own work is
+    not blamed, so it is not told to lower the load: on a quiet machine it was held up outside its own work; under
+    a CPU hog, after each 30 ms block it then waited for a CPU longer still, and it is told other processes took
+    it. Either way less load would not help; which of the two it hears depends on the machine."""
 
     async def block() -> None:
         while True:
@@ -187,8 +190,9 @@ async def test_a_blocked_loop_is_flagged_and_told_that_less_load_will_not_help()
     assert any("the client limited this run" in w and "event loop ran late" in w for w in v.warnings), v.warnings
     assert v.client is not None and v.client.processes[0].loop_lag_p99_ms > 20
     proc, warning = _late(v)
-    assert proc.late_busy_pct is not None and proc.late_busy_pct < 50, proc
-    assert "held up outside its own work" in warning
+    assert proc.late_busy_pct is not None and proc.late_busy_pct < 50 and proc.late_own_ms is not None, proc
+    assert proc.late_own_ms < 5 and "lower the load" not in warning, warning
+    assert "held up outside its own work" in warning or "other processes on this machine took its CPU" in warning
 
 
 @contextmanager
