@@ -19,6 +19,9 @@ W = Workload.synthetic(32, 10)
 
 
 async def test_closed_loop_counts_warmup_and_truth() -> None:
+    """The warm-up is counted apart, the figures are the mock's, and nothing is wrong with the run. Only the
+    client's own verdict is left out: whether its event loop ran late is the machine's load, and on a loaded one
+    it rightly says the client limited the run (p99 6.4 ms under a CPU hog)."""
     async with running(MockConfig(ttft_ms=30, itl_ms=5)) as url:
         result = await run_load(url, "mock", W, LoadShape.closed(4, requests=12, warmup_requests=4))
     s = result.summary
@@ -26,7 +29,9 @@ async def test_closed_loop_counts_warmup_and_truth() -> None:
     assert len([r for r in result.records if r.phase == "measure"]) == 12
     assert s.peak_concurrency <= 4
     assert abs(s.ttft_ms.p50 - 30) < 5 and abs(s.itl_ms.p50 - 5) < 1.5 and abs(s.tpot_ms.p50 - 5) < 1
-    assert s.output_tokens == 120 and s.validity.ok, s.validity.warnings
+    assert s.output_tokens == 120 and not [w for w in s.validity.warnings if not w.startswith("the client ")], (
+        s.validity.warnings
+    )
     assert all(r.prompt_tokens == r.prompt_tokens_expected == 32 for r in result.records)  # exact via /tokenize
 
 

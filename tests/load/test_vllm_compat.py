@@ -166,7 +166,9 @@ def test_a_vllm_line_runs_unchanged_and_writes_vllms_file(mock_url: str, tmp_pat
 def vllm_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """vLLM's own `bench sweep` machinery: its ServerProcess starts servetune's mock server, its run_comb runs
     `servetune bench` as the benchmark command (appending its own --percentile-metrics/--save-result/
-    --result-dir/--result-filename) twice per concurrency, and writes run=N.json and summary.json."""
+    --result-dir/--result-filename) twice per concurrency, and writes run=N.json and summary.json. The files are
+    under test, not the runs: vLLM's sweep stops at a benchmark that exits 1, and one does on a validity warning
+    (under a CPU hog: its client's event loop ran late), so the warnings are accepted."""
     serve_mod = pytest.importorskip("vllm.benchmarks.sweep.serve", reason="vLLM is not installed")
     from vllm.benchmarks.sweep.param_sweep import ParameterSweepItem
 

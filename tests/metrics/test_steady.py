@@ -3,6 +3,10 @@ measured request; a window that never settles is not valid; a stall is flagged, 
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
+
 import numpy as np
 
 from servetune.load.runner import run_load
@@ -59,6 +63,48 @@ async def test_a_trending_warm_up_is_extended_and_a_flat_one_is_not() -> None:
     assert flat.summary.validity.steady.steady and flat.summary.validity.steady.transient == 0
 
 
+def _held_at_start(seconds: float, every_s: float = 0.01, spin_s: float = 0.025) -> Callable[[RequestRecord], None]:
+    """An `on_record` that holds this event loop up from the run's first record on, as a loaded client machine
+    does (most at the start): for `seconds`, a callback that spins `spin_s` every `every_s`. The client in this
+    process, and the mock in it, run that late. From the first record, not from the call: the run's set-up before
+    its clock starts takes a varying part of a second on a loaded machine."""
+    loop = asyncio.get_running_loop()
+    end: list[float] = []
+
+    def block() -> None:
+        until = time.monotonic() + spin_s
+        while time.monotonic() < until:
+            pass
+        if time.monotonic() < end[0]:
+            loop.call_later(every_s, block)
+
+    def on_record(_: RequestRecord) -> None:
+        if not end:
+            end.append(time.monotonic() + seconds)
+            loop.call_soon(block)
+
+    return on_record
+
+
+async def test_a_late_client_is_not_the_servers_warm_up() -> None:
+    """The client's loop held up over the first 0.4 s of a run on a flat 20 ms mock: its first requests' TTFT
+    looked 10-15 ms slower than the rest's (that had moved 15 to 20 of them to warm-up), but the client's loop was
+    about 23 ms later over them too, so the difference is the client's and nothing is moved. A mock whose TTFT
+    falls from 400 to 50 ms under the same held-up loop still has its transient found and moved."""
+    shape = LoadShape.closed(4, requests=60, warmup_requests=4)
+    async with running(MockConfig(ttft_ms=20, itl_ms=4)) as url:
+        flat = await run_load(url, "mock", W, shape, tokenizer="words", on_record=_held_at_start(0.4))
+    assert flat.summary.completed == 60 and not any(r.transient for r in flat.records), flat.summary.validity.steady
+    lag = [r.loop_lag_first_ns / 1e6 for r in sorted(flat.records, key=lambda r: r.sent_ns) if r.phase == "measure"]
+    assert np.mean(lag[:10]) > np.mean(lag[10:]) + 5, lag  # the loop was held up, most over the first requests
+
+    trending = MockConfig(ttft_ms=50, itl_ms=5, settle_requests=20, settle_ttft_ms=400)
+    async with running(trending) as url:
+        result = await run_load(url, "mock", W, shape, tokenizer="words", on_record=_held_at_start(0.4))
+    steady = result.summary.validity.steady
+    assert steady is not None and steady.moved and steady.metric == "ttft" and 10 <= steady.transient <= 25, steady
+
+
 async def test_a_window_that_never_settles_is_not_valid() -> None:
     """TTFT falls over the mock's first 100 requests, past the end of a 64-request run: nothing is moved (no cut
     makes it steady) and the verdict says it never became steady."""
@@ -89,6 +135,35 @@ def test_another_tools_transient_is_reported_not_moved() -> None:
     assert v.steady is not None and not v.steady.steady and not v.steady.moved and v.steady.transient == 15
     assert any("its first 15 requests were a start-up transient (TTFT 49" in w for w in v.warnings), v.warnings
     assert all(r.phase == "measure" for r in records)
+
+
+def test_only_the_difference_the_clients_lateness_leaves_is_judged() -> None:
+    """The same records judged three ways: a head 12 ms slower than a flat 20 ms rest is a transient when the
+    client was on time; not one when the client's loop was 15 ms later over the head (the client's lateness
+    explains it: a tie); still one when the client was late over the rest instead (lateness cannot make a
+    request faster, so it explains none of a slower head). A trend is judged the same way."""
+    noise = np.random.default_rng(5).normal(0, 0.0005, 60)
+
+    def run(late_head_ms: float, late_rest_ms: float) -> list[RequestRecord]:
+        records = [_record(i, 0.05 * i, (0.032 if i < 15 else 0.02) + noise[i]) for i in range(60)]
+        for i, r in enumerate(records):
+            r.loop_lag_first_ns = int(1e6 * (late_head_ms if i < 15 else late_rest_ms))
+        return records
+
+    assert steady_state(run(0, 0)).transient == 15 and settle(run(0, 0)) == 15
+    assert steady_state(run(15, 1)).transient == 0 and settle(run(15, 1)) == 0
+    assert steady_state(run(0, 15)).transient == 15
+    rising = np.linspace(20, 32, 60)  # ms, a material trend on its own ...
+    late = np.linspace(0, 15, 60)  # ... that the client's growing lateness explains
+    assert trend(rising) is not None and trend(rising, late) is None and trend(rising, late[::-1]) is not None
+
+
+def test_a_series_that_starts_at_zero_has_no_relative_trend() -> None:
+    """Gaps of 0 ms over the first third (a starved client reads each answer's chunks in one go), then rising: no
+    share of 0 can be judged, so no trend is reported, with the client's lateness beside it or not (weighing
+    lateness must not turn it into a trend that "rose 0%")."""
+    values = np.concatenate([np.zeros(20), np.linspace(0, 10, 40)])
+    assert trend(values) is None and trend(values, np.zeros(60)) is None
 
 
 def test_a_stall_is_flagged_not_absorbed_into_the_warm_up() -> None:

@@ -72,13 +72,41 @@ def shift_samples(samples: LoopSamples, offset_ns: int) -> LoopSamples:
     return t.tobytes(), samples[1], samples[2], samples[3]
 
 
+def lag_within(samples: LoopSamples, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """For each span [start, end], how long the event loop was held up inside it (ns): an upper bound on what the
+    client's own lateness can have added to a time taken at its end.
+
+    A sample at t with lag L says the loop ran no timer between t - L (when its timer was due) and t, so a chunk
+    that arrived then was read up to L late, and a server in this process (the mock) answered late too. These
+    held intervals never overlap (each starts after the sample before it), so the held time up to any instant is
+    their running sum plus the part of the one it falls in; a span's is the difference at its two ends, for every
+    span at once. All of a span's held time counts, not only the hold that ended it: a server in the same
+    process was held by each of them, and one elsewhere was not (only the last delayed the read), so for it the
+    bound is loose, which errs toward calling a difference the client's."""
+    t = np.frombuffer(samples[0], dtype=np.int64)
+    lag = np.frombuffer(samples[1], dtype=np.int64)
+    if not len(t):
+        return np.zeros(len(start_ns), dtype=np.int64)
+    due = t - lag
+    before = np.concatenate(([0], np.cumsum(lag)))  # held time of the samples before each one
+
+    def held_until(x: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(t, x, "right")  # the samples that ended by x; x falls in sample k's interval, if any
+        inside = np.clip(x - due[np.minimum(k, len(t) - 1)], 0, None) * (k < len(t))
+        return before[k] + inside
+
+    return held_until(np.asarray(end_ns, dtype=np.int64)) - held_until(np.asarray(start_ns, dtype=np.int64))
+
+
 def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end_ns: int) -> ClientProcess | None:
     """One process's evidence over the window [start_ns, end_ns] (the measured phase); None without samples.
 
     Its late moments are the sampling intervals whose lag reached the p99 (those that set the figure the verdict
     judges; in a short run the p99 lies between the two worst, so at least the worst counts); what the thread did
     in them — ran, waited for a CPU, neither — is summed over them, so a single stall in a short run is explained
-    as well as a long saturation. An interval is known from the sample before it, inside the window or not."""
+    as well as a long saturation, and so is the CPU time it ran beyond the timer's period in each (what its own
+    work alone would have made it late by). An interval is known from the sample before it, inside the window or
+    not."""
     t, lag, cpu, wait = (np.frombuffer(b, dtype=np.int64) for b in samples)
     inside = (t >= start_ns) & (t <= end_ns)
     if inside.sum() < 2:
@@ -89,8 +117,11 @@ def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end
     ends = np.flatnonzero(inside)
     ends = ends[ends > 0]  # at least one of two or more samples
     late = ends[lag[ends] / 1e6 >= min(p99, float(lag[ends].max()) / 1e6)]
-    span = float((t[late] - t[late - 1]).sum())
+    spans = t[late] - t[late - 1]
+    span = float(spans.sum())
     known = span > 0 and bool((wait >= 0).all())
+    ran = cpu[late] - cpu[late - 1]  # CPU time it ran in each late interval ...
+    own = np.clip(ran - (spans - lag[late]), 0, None)  # ... and beyond the timer's period (the span less its lag)
     return ClientProcess(
         role=role,
         pid=pid,
@@ -98,8 +129,9 @@ def client_process(role: str, pid: int, samples: LoopSamples, start_ns: int, end
         loop_lag_p50_ms=p50,
         loop_lag_p99_ms=p99,
         loop_lag_max_ms=float(lw.max()),
-        late_busy_pct=100.0 * float((cpu[late] - cpu[late - 1]).sum()) / span if span > 0 else None,
+        late_busy_pct=100.0 * float(ran.sum()) / span if span > 0 else None,
         late_waiting_pct=100.0 * float((wait[late] - wait[late - 1]).sum()) / span if known else None,
+        late_own_ms=float(own.mean()) / 1e6,
         samples=int(inside.sum()),
     )
 

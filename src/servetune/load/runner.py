@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from servetune.control.client import ControlClient, ControlTimeouts, normalize_base_url
@@ -26,7 +27,14 @@ from servetune.load.client import Client, Watchdog
 from servetune.load.coordinator import Coordinator, Supply
 from servetune.load.engine_watch import EngineWatch
 from servetune.load.http1 import Pool
-from servetune.load.monitor import LoopMonitor, LoopSamples, client_process, usable_cores, young_collections_only
+from servetune.load.monitor import (
+    LoopMonitor,
+    LoopSamples,
+    client_process,
+    lag_within,
+    usable_cores,
+    young_collections_only,
+)
 from servetune.load.prompts import Conversation, RequestFactory
 from servetune.load.shape import LoadShape, Phaser, open_schedule
 from servetune.load.tokens import LocalTokenizer, make_counter
@@ -229,7 +237,7 @@ async def run_load(
                     keep_text,
                     Watchdog(shape.timeouts),
                 )
-                records, samples, lost, t0, started_at = await _in_process(
+                records, workers_seen, lost, t0, started_at = await _in_process(
                     client, supply, shape, on_record, progress, connections, base_url
                 )
                 clocks: list[str] = []
@@ -238,7 +246,7 @@ async def run_load(
                     base_url, model, endpoint, stream, api_key, extra_body, workload.output_control,
                     local.name if local is not None else None, keep_text, shape.timeouts, -(-connections // n_workers),
                 )  # fmt: skip
-                records, samples, lost, t0, started_at, clocks = await _spread(
+                records, workers_seen, lost, t0, started_at, clocks = await _spread(
                     setup, n_workers, supply, shape, on_record, progress, pool or LocalPool()
                 )
             wall_s = (_now() - t0) / 1e9
@@ -246,10 +254,11 @@ async def run_load(
     finally:
         watch.cancel()
         await engine.close()
-    samples.insert(0, ("client" if in_process else "coordinator", os.getpid(), monitor.samples()))
+    own = ("client" if in_process else "coordinator", os.getpid(), monitor.samples())
     records.sort(key=lambda r: (r.sent_ns, r.index, r.turn))
+    _mark_loop_lag(records, {0: own[2]} if in_process else {w: s for w, (_, _, s) in workers_seen.items()})
     settle(records)  # a start-up transient of the measured requests is warm-up too (metrics/steady.py says why)
-    report = _client_report(shape, n_workers, records, samples, lost, clocks)
+    report = _client_report(shape, n_workers, records, [own, *workers_seen.values()], lost, clocks)
     return LoadResult(
         base_url=base_url,
         model=model,
@@ -266,7 +275,8 @@ async def run_load(
     )
 
 
-Samples = list[tuple[str, int, LoopSamples]]
+Samples = list[tuple[str, int, LoopSamples]]  # each client process's role, pid and loop samples
+Workers = dict[int, tuple[str, int, LoopSamples]]  # ... of each worker process, by its index
 
 
 async def _in_process(
@@ -277,7 +287,7 @@ async def _in_process(
     progress: bool,
     connections: int,
     base_url: str,
-) -> tuple[list[RequestRecord], Samples, list[str], int, str]:
+) -> tuple[list[RequestRecord], Workers, list[str], int, str]:
     """One worker: the requests run on this process's event loop (the path before worker processes existed)."""
     run = _Run(client, supply, shape, on_record)
     await _open_connections(client.pool, connections, base_url)
@@ -291,7 +301,7 @@ async def _in_process(
     finally:
         dog.cancel()
         client.pool.close()
-    return run.records, [], [], t0, started_at
+    return run.records, {}, [], t0, started_at
 
 
 async def _spread(
@@ -302,8 +312,9 @@ async def _spread(
     on_record: Callable[[RequestRecord], None] | None,
     progress: bool,
     pool: WorkerPool,
-) -> tuple[list[RequestRecord], Samples, list[str], int, str, list[str]]:
-    """N worker processes, started and set up (connections open) before the clock starts, then coordinated."""
+) -> tuple[list[RequestRecord], Workers, list[str], int, str, list[str]]:
+    """N worker processes, started and set up (connections open) before the clock starts, then coordinated; each
+    worker's samples by its index (a lost worker has none)."""
     with tempfile.TemporaryDirectory(prefix="servetune-workers-") as logs:
         links: list[WorkerLink] = []
         try:
@@ -319,7 +330,7 @@ async def _spread(
                 await coordinator.run()
         finally:
             await asyncio.gather(*(link.stop(grace_s=2.0) for link in links), return_exceptions=True)
-    samples = [(links[w].name, links[w].pid, s) for w, s in sorted(coordinator.samples.items())]
+    samples = {w: (links[w].name, links[w].pid, s) for w, s in sorted(coordinator.samples.items())}
     clocks = [link.clock for link in links if link.clock]
     return coordinator.records, samples, coordinator.lost, t0, started_at, clocks
 
@@ -334,6 +345,19 @@ async def _ready(link: WorkerLink) -> None:
         ) from err
     if message[0] == "failed":
         raise ServetuneError(message[1], message[2] or "start the server, or check the URL and port")
+
+
+def _mark_loop_lag(records: list[RequestRecord], by_worker: dict[int, LoopSamples]) -> None:
+    """Sets each streamed record's loop lag (`loop_lag_first_ns`, `loop_lag_stream_ns`) from the samples of the
+    process that read its chunks (`by_worker`: this one as worker 0, or each worker's, on the coordinator's clock):
+    what the client's own lateness can have added to its TTFT and ITL, which `settle` must not blame on the
+    server. A lost worker left no samples: its records keep 0, not measured, and are judged on their raw values."""
+    for worker, loop in by_worker.items():
+        mine = [r for r in records if r.worker == worker and r.chunk_ns]
+        sent, first, last = (np.array([r.sent_ns for r in mine]), np.array([r.chunk_ns[0] for r in mine]),
+                             np.array([r.chunk_ns[-1] for r in mine]))  # fmt: skip
+        for r, lag, stream in zip(mine, lag_within(loop, sent, first), lag_within(loop, first, last), strict=True):
+            r.loop_lag_first_ns, r.loop_lag_stream_ns = int(lag), int(stream)
 
 
 def _client_report(

@@ -92,6 +92,10 @@ class RequestRecord(BaseModel):
     engine_timings: EngineTimings | None = None
     """The engine's per-response account (llama.cpp's `timings`); None where the engine sends none."""
     transient: bool = False  # sent as measured, counted as warm-up after the run: its start-up transient (steady.py)
+    loop_lag_first_ns: int = 0
+    """How long the event loop of the client process that sent it was held up while it waited for its first chunk
+    (`load/monitor.py`'s samples): what the client's own lateness can have added to its TTFT. 0: not measured."""
+    loop_lag_stream_ns: int = 0  # ... and between its first chunk and its last: to its ITLs together
 
     def shift_clock(self, offset_ns: int) -> None:
         """Moves every time stamp by `offset_ns`: a record taken on another machine's monotonic clock onto the

@@ -19,7 +19,14 @@ measured requests in send order, TTFT and each request's mean ITL taken as two s
 servetune adds a materiality test to both, because a statistic alone flags a 1 % drift on a server as steady as the
 mock: a transient counts when its mean differs from the rest's by `MATERIAL` (20 %, and at least `MATERIAL_MS`) and
 by 3 standard errors of the rest's batch means; a trend when the last third of the window differs from the first by
-`MATERIAL` (and `MATERIAL_MS`) too. Requests
+`MATERIAL` (and `MATERIAL_MS`) too. Only the server's part of a difference is judged: the client's own event loop
+runs late on a loaded client machine, most at the start (tens of ms on a 20 ms mock), and every time stamp it
+takes then is late, so its first requests look slower than the server served them. Each record carries how long
+its process's loop was held up while it waited (`loop_lag_first_ns` for its TTFT, `loop_lag_stream_ns` for its
+stream, from `load/monitor.py`'s samples); the head's extra lateness over the rest's, when it points the same
+way as the head's difference, is taken off that difference before the materiality tests (`_unexplained`). A
+difference the client's lateness explains is a tie, not the server's warm-up. Records without those figures
+(another tool's) are judged on their raw difference. Requests
 a server stall touched (`stalls.py`) are left out of both series and a transient never reaches past the first of
 them: a stall is reported as one, never hidden in a longer warm-up.
 
@@ -126,9 +133,10 @@ def mser5(values: np.ndarray) -> int:
     return int(np.argmin((variance / kept)[: m // 2 + 1])) * BATCH
 
 
-def trend(values: np.ndarray) -> float | None:
+def trend(values: np.ndarray, late: np.ndarray | None = None) -> float | None:
     """The relative change of a series that trends (the batch-means test and the materiality test both say so),
-    last third against first third; None when it does not, or is too short to tell."""
+    last third against first third; None when it does not, or is too short to tell. `late`: each value's client
+    lateness (ms); the part of the change the last third's extra lateness explains is not material."""
     if len(values) < max(MIN_VALUES, TREND_BATCHES):
         return None
     size = len(values) // TREND_BATCHES
@@ -137,8 +145,10 @@ def trend(values: np.ndarray) -> float | None:
         return None
     third = len(values) // 3
     first, last = float(np.mean(values[:third])), float(np.mean(values[-third:]))
+    extra = 0.0 if late is None else float(np.mean(late[-third:]) - np.mean(late[:third]))
+    server = _unexplained(last - first, extra)
     change = (last - first) / first if first > 0 else 0.0
-    return change if abs(change) >= MATERIAL and abs(last - first) >= MATERIAL_MS else None
+    return change if first > 0 and server >= MATERIAL * first and server >= MATERIAL_MS else None
 
 
 def _spearman(means: np.ndarray) -> float:
@@ -154,31 +164,44 @@ def _spearman(means: np.ndarray) -> float:
     return float(np.corrcoef(np.arange(len(means)), ranks)[0, 1])
 
 
-def _material(values: np.ndarray, cut: int) -> bool:
-    """Whether the first `cut` values differ from the rest by `MATERIAL` of the rest's mean and by `SIGNIFICANCE`
-    standard errors of its batch means (the head's mean over cut/5 batches, the rest's over its own)."""
+def _unexplained(diff: float, late: float) -> float:
+    """The size of a difference in a metric's mean (ms) less what the client's extra lateness over the same
+    requests (ms, same sign convention) explains: lateness only makes a time stamp later, so it explains a
+    difference in its own direction, up to the whole of it, and nothing of one in the other."""
+    if diff * late <= 0:
+        return abs(diff)
+    return max(0.0, abs(diff) - abs(late))
+
+
+def _material(values: np.ndarray, cut: int, late: np.ndarray) -> bool:
+    """Whether the first `cut` values differ from the rest, beyond what the client's extra lateness over them
+    explains (`late`: each value's, ms), by `MATERIAL` of the rest's mean and by `SIGNIFICANCE` standard errors of
+    its batch means (the head's mean over cut/5 batches, the rest's over its own)."""
     head, rest = values[:cut], values[cut:]
     if not cut or len(rest) < 2 * BATCH:
         return False
     after = float(rest.mean())
-    diff = abs(float(head.mean()) - after)
+    diff = _unexplained(float(head.mean()) - after, float(late[:cut].mean() - late[cut:].mean()))
     means = rest[: len(rest) // BATCH * BATCH].reshape(-1, BATCH).mean(axis=1)
     error = float(means.std(ddof=1)) * np.sqrt(BATCH / cut + 1 / len(means))
     return diff >= max(MATERIAL * after, MATERIAL_MS) and diff >= SIGNIFICANCE * error
 
 
-def _trimmed(values: np.ndarray, cut: int) -> int:
+def _trimmed(values: np.ndarray, cut: int, late: np.ndarray) -> int:
     """MSER-5's cut moved back over the batches just before it that already look steady: MSER minimizes the
     error of the mean, and on a noisy steady part it often cuts some of it too (a step at 15 of 60 noisy values,
     cut at 30), so the transient would be reported longer than it was. A batch is steady unless its mean differs from
-    the steady batch means' by `MATERIAL` and by `SIGNIFICANCE` of their standard deviations."""
+    the steady batch means' by `MATERIAL` and by `SIGNIFICANCE` of their standard deviations, beyond what the
+    client's extra lateness over its requests explains."""
     rest = values[cut:]
     if cut == 0 or len(rest) < 2 * BATCH:
         return cut
     means = rest[: len(rest) // BATCH * BATCH].reshape(-1, BATCH).mean(axis=1)
     centre, spread = float(means.mean()), float(means.std(ddof=1))
+    usual = float(late[cut:].mean())
     while cut:
-        diff = abs(float(values[cut - BATCH : cut].mean()) - centre)
+        batch = slice(cut - BATCH, cut)
+        diff = _unexplained(float(values[batch].mean()) - centre, float(late[batch].mean()) - usual)
         if diff >= max(MATERIAL * centre, MATERIAL_MS) and diff >= SIGNIFICANCE * spread:
             break
         cut -= BATCH
@@ -200,14 +223,17 @@ class _Series:
         first_hit = next((i for i, r in enumerate(kept) if id(r) in hit_at), len(kept))
         self.limit = first_hit  # a transient never reaches past the first request a stall touched
         self.values: dict[Metric, tuple[np.ndarray, np.ndarray]] = {}
+        self.late: dict[Metric, np.ndarray] = {}  # each value's client lateness (ms), beside it
         for metric in ("ttft", "itl"):
-            pos, val = [], []
+            pos, val, late = [], [], []
             for i, r in enumerate(kept):
                 v = _value(r, metric)
                 if v is not None and id(r) not in hit_at:
                     pos.append(i)
                     val.append(v)
+                    late.append(_lateness(r, metric))
             self.values[metric] = (np.array(pos, dtype=int), np.array(val, dtype=float))
+            self.late[metric] = np.array(late, dtype=float)
 
     def transient(self, start: int = 0) -> tuple[int, Metric | None, float | None, float | None]:
         """The longest material MSER-5 transient over the requests from `start` on: (requests it covers, metric,
@@ -216,11 +242,11 @@ class _Series:
         best: tuple[int, Metric | None, float | None, float | None] = (0, None, None, None)
         for metric, (pos, val) in self.values.items():
             mask = pos >= start
-            p, v = pos[mask], val[mask]
+            p, v, late = pos[mask], val[mask], self.late[metric][mask]
             if len(v) < MIN_VALUES:
                 continue
-            cut = _trimmed(v, mser5(v))
-            if not _material(v, cut):
+            cut = _trimmed(v, mser5(v), late)
+            if not _material(v, cut, late):
                 continue
             requests = min(self._after_ties(int(p[cut]) if cut < len(p) else len(self.requests)), self.limit) - start
             if requests > best[0] and start + requests <= len(self.requests) // 2:
@@ -231,7 +257,7 @@ class _Series:
         """The first metric that still trends after `start`, said in words."""
         for metric, (pos, val) in self.values.items():
             v = val[pos >= start]
-            change = trend(v)
+            change = trend(v, self.late[metric][pos >= start])
             if change is not None:
                 third = len(v) // 3
                 return (
@@ -278,6 +304,16 @@ def _value(r: RequestRecord, metric: Metric) -> float | None:
     if len(r.chunk_ns) < 2:
         return None
     return (r.chunk_ns[-1] - r.chunk_ns[0]) / (len(r.chunk_ns) - 1) / 1e6
+
+
+def _lateness(r: RequestRecord, metric: Metric) -> float:
+    """How late (ms) the client's own loop can have made a request's value: the loop's lag while it waited for
+    its first chunk (TTFT), or while it streamed, spread over its gaps (ITL); 0 where not measured. A late first
+    read also squeezes the gaps after it (chunks that waited are read together); that was under 0.5 ms per gap
+    with the loop held 25 ms in every 35, inside `MATERIAL_MS`, so ITL's lateness is taken to stretch it only."""
+    if metric == "ttft":
+        return r.loop_lag_first_ns / 1e6
+    return r.loop_lag_stream_ns / (len(r.chunk_ns) - 1) / 1e6
 
 
 def steady_state(records: Sequence[RequestRecord]) -> SteadyState:

@@ -59,6 +59,9 @@ class ClientProcess(BaseModel):
     # what it did in its late moments (the sampling intervals whose lag reached the p99), in % of their time:
     late_busy_pct: float | None = None  # ran (its own work: the load)
     late_waiting_pct: float | None = None  # waited runnable for a CPU (other processes ran); None: not Linux
+    late_own_ms: float | None = None
+    """How late its own work alone would have made the loop in those moments (mean, ms): the CPU time it ran in each
+    beyond its timer's period, which no free CPU could have fitted in before the timer was due. None: not known."""
     samples: int
 
 
@@ -294,11 +297,18 @@ def _client_limits(lateness_p99_ms: float, client: ClientReport | None, measured
 def _why_late(proc: ClientProcess, cores: int) -> str:
     """What held a late event loop up, from what it did in its late moments, and so what to do about it: its own
     load calls for less load or more workers; waiting for a CPU, or neither running nor waiting, is the machine's
-    doing, which less load would not cure."""
+    doing, which less load would not cure. Own work that alone overran the timer's period by more than the lag
+    bound is the load's doing however the rest splits: other processes sharing its CPU stretch that work, so it
+    then ran about as long as it waited (47% and 48% under a CPU hog on both cores) and neither share told it."""
     busy, waiting = proc.late_busy_pct, proc.late_waiting_pct
     more = f"lower the load, or use more client processes (--workers; {cores} CPUs available)"
     if busy is None or waiting is None or busy >= LATE_OWN_SHARE_PCT:
         return more
+    if proc.late_own_ms is not None and proc.late_own_ms > LOOP_LAG_P99_MS:
+        return (
+            f"{more}: its own work alone held it {proc.late_own_ms:.0f} ms late in its late moments, and other "
+            f"processes on this machine, which it waited for {waiting:.0f}% of that time, made it later still"
+        )
     if waiting >= LATE_OWN_SHARE_PCT:
         return (
             f"in its late moments it waited for a CPU {waiting:.0f}% of the time (busy {busy:.0f}%): other processes "
