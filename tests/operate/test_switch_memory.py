@@ -107,7 +107,9 @@ def test_drain_and_replace_stays_within_its_predicted_bound(serve, tmp_path: Pat
     """Green (a 32K context like blue's) fits only with blue stopped; with the outage allowed, blue drains (its
     in-flight streams finish: held), clients get a fast 503 until green serves, and the unavailability is within
     the plan's bound (blue's measured start x 2 + the drain and stop allowances)."""
-    s = serve("--engine", "llamacpp", "--model", "tiny", *LIMIT, "--drain", "60", "--", *_argv(BLUE))
+    # the drain holds the long stream below to its end: 6,000 tokens of the tiny model took over 60 s on the 2-core
+    # machine under a CPU hog, so its drain deadline is 180 s (a quiet machine finishes it in about 15)
+    s = serve("--engine", "llamacpp", "--model", "tiny", *LIMIT, "--drain", "180", "--", *_argv(BLUE))
     blue = s.wait_ready()
     green = _cfg(tmp_path, "green", **{**BLUE, "parallel": 2})
     offset = time.time() - time.monotonic()
@@ -123,7 +125,7 @@ def test_drain_and_replace_stays_within_its_predicted_bound(serve, tmp_path: Pat
         async with aiohttp.ClientSession() as session:
             held_one = asyncio.create_task(openloop.one(session, s.url, long_body, 90))
             await asyncio.sleep(0.3)
-            done = await asyncio.to_thread(_switch_cli, s.run_dir, green, "--max-unavailable-s", "120")
+            done = await asyncio.to_thread(_switch_cli, s.run_dir, green, "--max-unavailable-s", "300")
             return await task, done, await held_one
 
     result, done, long_one = asyncio.run(load_and_switch())
@@ -132,6 +134,7 @@ def test_drain_and_replace_stays_within_its_predicted_bound(serve, tmp_path: Pat
     finished = s.wait_event(lambda e: e["event"] == "switch_done")
     assert finished["decision"] == "drain_and_replace" and finished["blue_pid"] == blue["pid"]
     assert finished["within_bound"] and finished["unavailable_s"] <= finished["bound_s"], finished
+    assert finished["drained"], finished
     down = next(e for e in s.events if e["event"] == "state" and e.get("reason") == "switch: drain and replace")
     down_at = down["t"] - offset
     held = [o for o in [*result.of("answered"), long_one] if o.kind == "answered" and o.sent < down_at < o.done]
@@ -149,6 +152,30 @@ def test_drain_and_replace_stays_within_its_predicted_bound(serve, tmp_path: Pat
         f"\ndrain and replace: unavailable {finished['unavailable_s']:.2f} s (expected {finished['expected_s']} s, "
         f"bound {finished['bound_s']} s); held {len(held)}, refused {len(refused)} (503), broken 0 of 200"
     )
+
+
+def test_a_stream_longer_than_the_drain_is_cut_and_the_switch_says_it_was_not_drained(serve, tmp_path: Path) -> None:
+    """nginx's worker_shutdown_timeout is the drain deadline: an old worker still streaming at it is made to exit,
+    and its stream is cut. The switch said `drained: true` then (it waited for the workers, not for their streams);
+    it says false, and the cut stream is the client's error."""
+    s = serve("--engine", "llamacpp", "--model", "tiny", "--drain", "2", "--", *_argv(BLUE))
+    s.wait_ready()
+    green = _cfg(tmp_path, "green", **{**BLUE, "ctx-size": 8192, "parallel": 2})
+
+    async def stream_and_switch() -> tuple[subprocess.CompletedProcess[str], openloop.Outcome]:
+        body = {"model": MODEL, "prompt": "Once", "max_tokens": 8000, "stream": True, "temperature": 0}
+        async with aiohttp.ClientSession() as session:
+            long_one = asyncio.create_task(openloop.one(session, s.url, body, 300))
+            await asyncio.sleep(0.5)
+            done = await asyncio.to_thread(_switch_cli, s.run_dir, green)
+            return done, await long_one
+
+    done, long_one = asyncio.run(stream_and_switch())
+    assert done.returncode == 0, done.stderr
+    finished = s.wait_event(lambda e: e["event"] == "switch_done")
+    assert finished["decision"] == "side_by_side"
+    assert long_one.kind == "broken", (long_one.kind, long_one.detail)
+    assert finished["drained"] is False and finished["drain_s"] >= 2.0, finished
 
 
 def test_refused_switch_exits_1_with_the_fix_and_leaves_blue_untouched(serve, tmp_path: Path) -> None:

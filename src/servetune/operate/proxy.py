@@ -411,15 +411,19 @@ class Nginx:
             return None
         return [cols[9] for cols in (row.split() for row in rows) if cols[1].endswith(":" + want) and cols[3] == "0A"]
 
-    def wait_gone(self, pids: set[int], timeout_s: float) -> bool:
-        """True once every pid in `pids` has exited (old workers: their in-flight requests are finished)."""
-        deadline = time.monotonic() + timeout_s
+    def drain_workers(self, pids: set[int], since: float) -> bool:
+        """Waits for the old workers `pids`, told to quit by a reload asked for at `since` (monotonic), to exit; True
+        when all finished their in-flight requests before the drain deadline, False when one was still there at
+        it: nginx's `worker_shutdown_timeout` (the deadline, counted from the worker's own signal, which comes
+        after `since`) then closes what it still streams, so those streams were cut, not drained. Waits a second
+        past the deadline for that forced exit, so no old worker is left either way."""
+        deadline = since + self.settings.drain_s.int
         while pids & self.workers():
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline + 1.0:
                 return False
             self.retire_idle()
             time.sleep(0.01)
-        return True
+        return time.monotonic() < deadline
 
     def drain(self, timeout_s: float) -> TeardownReport | None:
         """Graceful quit: stop accepting, let in-flight requests finish (up to the deadline), exit; then prove it."""

@@ -102,7 +102,7 @@ def blue_green(sup: SwitchHost, role: Role, cfg: EngineConfig, plan: SwitchPlan)
     old_workers = sup.put_behind_proxy(role, green, info)
     reload_s = time.monotonic() - t1
     assert sup.nginx is not None
-    drained = sup.nginx.wait_gone(old_workers, sup.options.drain_s + 1.0)
+    drained = sup.nginx.drain_workers(old_workers, since=t1)
     drain_s = time.monotonic() - t1
     teardown = blue.stop(grace_s=sup.options.stop_grace_s) if blue is not None else None
     role.adopt(cfg)
@@ -138,7 +138,7 @@ def drain_and_replace(sup: SwitchHost, role: Role, cfg: EngineConfig, plan: Swit
     down_at = time.monotonic()
     old_workers = sup.apply_proxy()  # the main pool answers the fast 503 from now on
     assert sup.nginx is not None
-    drained = sup.nginx.wait_gone(old_workers, sup.options.drain_s + 1.0)
+    drained = sup.nginx.drain_workers(old_workers, since=down_at)
     drain_s = time.monotonic() - down_at
     teardown = blue.stop(grace_s=sup.options.stop_grace_s) if blue is not None else None
     stop_s = time.monotonic() - down_at - drain_s
