@@ -459,8 +459,8 @@ NOTES = """**What it says (calibrated; each figure beside the spread of its 3 re
 - TTFT p50 is within 10% in 3 of 15 probes, within 20% in 8, inside the run-to-run spread in 10: far from the
   issue's bar (≥ 80% within 10%). TPOT p50 is within 10% in 9/15 (max +23%), output tok/s in 15/15 (max 9.5%).
   The spreads are wide: TTFT p50's median spread is 44% (Poisson probes of 32-96 requests; the closed loop's p50
-  falls on either side of a wave of 8192-token steps: 2,091-3,095 ms over the repeats of one cell while its p99
-  moves 6%), so most TTFT errors here are ties with the noise rather than fits or misses.
+  swings between repeats, 2,091-3,095 ms in one cell, while its p99 moves 6%), so most TTFT errors here are
+  ties with the noise rather than fits or misses.
 - **Light load (`c_tpot`, 4 req/s): TTFT over-predicted, +20% to +50% in mean (+72 ms on 204), by the prefill
   part.** vLLM's prefill part of a 512-token prompt mixed into ~10 decodes is 107-228 ms (mean 168) where the
   simulator's is 222 (+32%, 145 ms of it in the one mixed step that carries the prompt): the fitted launch cost
