@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "sim_fidelity"))
 
-from points import POINTS, build  # noqa: E402
+from points import POINTS, Point, build  # noqa: E402
 
 LOG_CONFIG = {
     # vLLM's default format; the worker's memory-profiling breakdown (logged at DEBUG) is kept too
@@ -66,6 +66,8 @@ class Driver:
         self.out = Path(args.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.plan = json.loads(Path(args.plan).read_text())
+        # a plan may define its own points (benchmarks/ttft_parts, tuning_table): they replace points.py's by name
+        POINTS.update({name: Point.of(d) for name, d in self.plan.get("points", {}).items()})
         only = set(args.only.split(",")) if args.only else None
         self.startups = [s for s in self.plan["startups"] if only is None or s["id"] in only]
         self.base = f"http://127.0.0.1:{args.port}"
@@ -288,7 +290,9 @@ class Driver:
 
         point = POINTS[p["name"]]
         rate = None
-        if point.kind == "poisson":
+        if point.kind == "poisson" and point.rate_ref is None:
+            rate = point.rate_factor  # a fixed rate (points.py)
+        elif point.kind == "poisson":
             ref = results.get(point.rate_ref or "")
             if not ref or not ref.get("request_throughput"):
                 return {"outcome": "skipped", "why": f"no measured {point.rate_ref} throughput"}

@@ -1,8 +1,8 @@
 #!/bin/bash
 # On the device, in the call that carries the last vLLM part (after stage.sh unpacked it): copies the carried
 # servetune tree to $DC_ROOT/st (the next call lays the working tree anew), makes the model directories
-# (config.json from models/ here + the shared tokenizer), writes plan.json and the deadline, and starts driver.py
-# detached (setsid). Usage: bash launch.sh BUDGET_S
+# (config.json from models/ here, else the bundled one in src/servetune/model/configs, + the shared tokenizer),
+# writes plan.json and the deadline, and starts driver.py detached (setsid). Usage: bash launch.sh BUDGET_S
 #   BUDGET_S: seconds from now (or from the epoch second DC_T0) by which the driver must have finished
 #   (it skips what would not fit).
 # Env: DC_ROOT (default /root), DC_PLAN (a ready plan.json instead of campaign.py's), DC_DRIVER_ARGS (extra
@@ -18,9 +18,10 @@ rm -rf "$R/st/src" "$R/st/benchmarks"
 cp -r "$SRC/src" "$SRC/benchmarks" "$R/st/"
 HERE=$R/st/benchmarks/device_campaign
 TOK=${DC_TOKENIZER_DIR:-$R/models/qwen3.6-27b}
-for m in qwen3.6-27b qwen3-32b qwen3-30b-a3b qwen3.6-35b-a3b; do
+for m in qwen3.6-27b qwen3-32b qwen3-30b-a3b qwen3.6-35b-a3b qwen2-7b; do
   mkdir -p "$R/models/$m"
-  cp "$HERE/models/$m/config.json" "$R/models/$m/config.json"
+  CFG=$HERE/models/$m/config.json; [ -f "$CFG" ] || CFG=$R/st/src/servetune/model/configs/$m/config.json
+  cp "$CFG" "$R/models/$m/config.json"
   [ -f "$R/models/$m/tokenizer.json" ] || cp "$TOK/tokenizer.json" "$TOK/tokenizer_config.json" "$R/models/$m/" 2>/dev/null
 done
 if [ -n "${DC_PLAN:-}" ]; then cp "$DC_PLAN" "$R/dc/plan.json"

@@ -10,7 +10,8 @@ Point kinds:
              the measurement (the first-token queue under chunked prefill is what it tests).
 - `poisson`: open loop, Poisson arrivals at `rate_factor` x the measured request throughput of the point
              named `rate_ref` on the same server (chosen on the device, recorded in the point's files), for
-             about `poisson_s` seconds of arrivals.
+             about `poisson_s` seconds of arrivals; without a `rate_ref`, at `rate_factor` req/s (a fixed rate:
+             the same arrivals on every server).
 
 The grid probe (`G_c8`, `G_c32`, `G_c64`) is servetune's `load_curve` probe definition (suite/probes.py): closed
 loop, fixed 512-token prompts and 128-token outputs, n = max(requests_per_point, 2 x concurrency) measured
@@ -53,6 +54,11 @@ class Point:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def of(cls, d: dict) -> Point:
+        """A point from its `as_dict` (a plan's `points`: a plan may define its own)."""
+        return cls(**{**d, "classes": tuple(Cls(**c) for c in d["classes"]), "tags": tuple(d.get("tags", ()))})
 
 
 def one(name: str, i: int, o: int, spread: float = 0.0, **kw) -> tuple[Cls, ...]:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,15 @@ from servetune.load.shape import LoadShape
 from servetune.metrics.record import RequestRecord
 from servetune.plan.roofline import Efficiency
 from servetune.sim.calibration import (
+    PARTS,
     MeasuredRun,
     fit_coefficients,
     measured_summary,
     relative_errors,
     replay,
+    replay_all,
+    replay_launch,
+    run_errors,
     simulated_summary,
 )
 from servetune.sim.fitting import deployment_for, runs_from_dir
@@ -60,6 +65,25 @@ def test_fit_recovers_measured_speeds(tmp_path: Path) -> None:
     worst_after = max(abs(e) for errs in errors.values() for e in errs.values())
     assert worst_before > 0.1
     assert worst_after < 0.05, errors
+
+
+def test_a_fit_by_part_matches_the_ttfts_parts_too() -> None:
+    """With `by_part`, the fit also matches the engine's split of each run's mean TTFT (prefill, and the wait
+    before it) where the run has one: the parts come back among the errors, small after the fit."""
+    dep = deployment_for("qwen3.6-27b", "H200", "0.24.0", FLAGS)
+    runs = []
+    for name, (conc, lengths) in POINTS.items():
+        asked = tuple(RequestRecord(index=i, prompt_tokens=p, output_tokens=o) for i, (p, o) in enumerate(lengths))
+        run = MeasuredRun(name, LoadShape.closed(conc, requests=len(asked)), asked, dep, launch=name)
+        truth = replay_launch([run], TRUTH, account=True)[name]
+        runs.append(replace(run, records=tuple(truth.records), engine_time=truth.engine_time))
+    default = replay_all(runs, StepCoefficients(), intervals_only=True)
+    before = {r.name: run_errors(r, default[r.name], by_part=True) for r in runs}
+    assert all(set(PARTS) <= set(errs) for errs in before.values())
+    assert max(abs(e) for errs in before.values() for e in errs.values()) > 0.1
+    _, errors = fit_coefficients(runs, iters=80, by_part=True)
+    assert all(set(PARTS) <= set(errs) for errs in errors.values())
+    assert max(abs(e) for errs in errors.values() for e in errs.values()) < 0.1, errors
 
 
 def test_calibrate_and_estimate_commands(tmp_path: Path) -> None:

@@ -64,6 +64,24 @@ def test_the_simulated_split_is_the_explained_one() -> None:
     assert 1 < split.running.mean <= split.running.max == 16
 
 
+def test_the_intervals_alone_read_as_the_rendered_metrics() -> None:
+    """A fit by part reads the request intervals straight from the server's counts (no /metrics text): the
+    same histograms, so the same split, as a scrape of the rendered text gives."""
+    from servetune.metrics.record import RequestRecord
+    from servetune.sim.calibration import MeasuredRun, replay_launch
+
+    deployment = build_deployment(parse_sim_args(ARGV))
+    asked = tuple(RequestRecord(index=i, prompt_tokens=3000, output_tokens=32) for i in range(48))
+    runs = [MeasuredRun(f"c{c}", LoadShape.closed(c, requests=48), asked, deployment, launch="L") for c in (1, 16)]
+    full, light = replay_launch(runs, account=True), replay_launch(runs, intervals_only=True)
+    for run in runs:
+        a, b = full[run.name].engine_time, light[run.name].engine_time
+        assert a is not None and b is not None and b.ttft is not None and b.tokens_per_iteration is None
+        for name in ("ttft", "queue", "prefill", "decode", "inference"):
+            assert getattr(a, name) == getattr(b, name), name
+        assert light[run.name].trace is None
+
+
 def test_the_load_curve_keeps_each_levels_parts() -> None:
     ctx = ProbeContext(backend=_backend())
     result = asyncio.run(

@@ -9,7 +9,8 @@ are a function of (workload seed, request index) whose beginning does not depend
 with equal keys share their first min(length) tokens (`VirtualTurn` segments keyed so).
 
 The fit replays the launches and compares the `Summary` of each scored run's measured requests with the measured
-one — median TTFT, median TPOT and output throughput, by `metrics.summary.summarize` on both sides — moving the
+one — median TTFT, median TPOT and output throughput, by `metrics.summary.summarize` on both sides; a fit by part
+also vLLM's split of the mean TTFT (`PARTS`, from `metrics.engine_time` on both sides) — moving the
 coefficients (bandwidth and FLOP efficiencies, GPU per-step and per-sequence overheads, the API server's
 per-request time, the CPU launch times of decode and prefill steps) to minimise the squared log-errors. Log-errors
 weigh a 10% miss equally at 50 ms and at 5 s; the optimiser is Nelder–Mead on log-coefficients (a handful of
@@ -55,6 +56,11 @@ SPREAD = 2.0
 """Half-width of the random starts in the optimiser's space: efficiencies' logits and times' logs (x7 either way)."""
 TARGETS = ("ttft_p50_s", "tpot_p50_s", "output_throughput")
 """The figures a fit matches and the fidelity table reports (from a `Summary`; times in seconds)."""
+PARTS = ("prefill_ms", "wait_ms")
+"""The parts of the mean TTFT a fit by part matches too, from the engine's split (`metrics.engine_time`): the
+prefill part (first scheduled → first token) and the wait before it (vLLM's TTFT − prefill: the engine core's
+queue and the API server's part together — the two sides stamp the hand-over between them differently: vLLM when
+the engine core's loop takes a request in, after the step it arrived during; the simulator on arrival)."""
 _NO_TIMEOUTS = Timeouts(first_token_s=math.inf, inter_token_s=math.inf, request_s=math.inf)
 """A replay never times out: the measured requests did not, and a fit's trial coefficients must not turn a slow
 guess into failed requests (the objective would jump)."""
@@ -70,7 +76,8 @@ class MeasuredRun:
     simulated side alike. Runs with the same `launch` ran in this order on one engine (`replay_launch`). `seed`: the
     workload's seed, when the prompts were servetune's synthetic ones (their text is a function of seed and
     index); None makes every prompt unique. `prefixes`: per traffic class, the shared prefix (tokens, groups).
-    `scored`: False for a run replayed only for the state it leaves (a warm-up point)."""
+    `scored`: False for a run replayed only for the state it leaves (a warm-up point). `engine_time`: the engine's
+    split of the run's TTFT as measured (vLLM's `/metrics` around it), for a fit by part."""
 
     name: str
     shape: LoadShape
@@ -81,6 +88,7 @@ class MeasuredRun:
     seed: int | None = None
     prefixes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     scored: bool = True
+    engine_time: EngineTime | None = None
 
     @property
     def measured(self) -> tuple[RequestRecord, ...]:
@@ -137,11 +145,16 @@ class Replayed:
 
 
 def replay_launch(
-    runs: Sequence[MeasuredRun], coef: StepCoefficients | None = None, *, account: bool = False
+    runs: Sequence[MeasuredRun],
+    coef: StepCoefficients | None = None,
+    *,
+    account: bool = False,
+    intervals_only: bool = False,
 ) -> dict[str, Replayed]:
     """Runs of one launch, in order, through one fresh simulated server with coefficients `coef` (default: the
     deployment's); `account`: with each run's engine split and trace (it costs a `/metrics` rendering per run, so
-    the fit goes without)."""
+    the fit goes without); `intervals_only`: with the split's request intervals alone, no trace (what a fit by
+    part reads, at a tenth of the cost)."""
     if not runs:
         return {}
     server = VirtualServer(runs[0].deployment, coef)
@@ -150,7 +163,7 @@ def replay_launch(
     out: dict[str, Replayed] = {}
     for run in runs:
         queries, hits = counters.prefix_queries, counters.prefix_hits
-        before = server.snapshot() if account else None
+        before = server.snapshot(intervals_only=intervals_only) if account or intervals_only else None
         trace = RunTrace() if account else None
         shape = run.shape.model_copy(update={"timeouts": _NO_TIMEOUTS})
         records = server.run(_source(run), shape, trace=trace)
@@ -159,7 +172,7 @@ def replay_launch(
         out[run.name] = Replayed(
             [by_key[(r.index, r.turn)] for r in run.measured if (r.index, r.turn) in by_key],
             (counters.prefix_hits - hits) / asked if caching and asked else None,
-            server.engine_time(before, records) if before is not None else None,
+            server.engine_time(before, records, intervals_only=intervals_only) if before is not None else None,
             trace,
         )
     return out
@@ -192,14 +205,24 @@ def measured_summary(run: MeasuredRun) -> Summary:
     return summarize(trusted(run.measured, run.untimed))
 
 
+def replay_all(
+    runs: Sequence[MeasuredRun],
+    coef: StepCoefficients | None = None,
+    *,
+    account: bool = False,
+    intervals_only: bool = False,
+) -> dict[str, Replayed]:
+    """Every run's replay, launch by launch (`replay_launch`)."""
+    out: dict[str, Replayed] = {}
+    for group in launches(runs):
+        out.update(replay_launch(group, coef, account=account, intervals_only=intervals_only))
+    return out
+
+
 def simulated_summaries(runs: Sequence[MeasuredRun], coef: StepCoefficients | None = None) -> dict[str, Summary]:
     """The summary of each run's replay (launch by launch), over the same requests as the measured one."""
-    out: dict[str, Summary] = {}
-    for group in launches(runs):
-        replayed = replay_launch(group, coef)
-        for run in group:
-            out[run.name] = summarize(trusted(replayed[run.name].records, run.untimed))
-    return out
+    replayed = replay_all(runs, coef)
+    return {run.name: summarize(trusted(replayed[run.name].records, run.untimed)) for run in runs}
 
 
 def simulated_summary(run: MeasuredRun, coef: StepCoefficients | None = None) -> Summary:
@@ -224,6 +247,26 @@ def relative_errors(sim: Summary, real: Summary) -> dict[str, float]:
     """(sim − real) / real for each target the measured run has."""
     got, want = targets(sim), targets(real)
     return {k: (got[k] - v) / v for k, v in want.items() if v and not math.isnan(v)}
+
+
+def part_targets(split: EngineTime | None) -> dict[str, float]:
+    """The parts of a split's mean TTFT that a fit by part matches (`PARTS`; none without vLLM's histograms)."""
+    if split is None or split.ttft is None or split.prefill is None:
+        return {}
+    return {"prefill_ms": split.prefill.mean_ms, "wait_ms": split.ttft.mean_ms - split.prefill.mean_ms}
+
+
+def run_errors(
+    run: MeasuredRun, replayed: Replayed, by_part: bool = False, real: Summary | None = None
+) -> dict[str, float]:
+    """A run's relative errors: the summary's targets (`real`: its measured summary, if already made), and with
+    `by_part` the TTFT's parts where both sides have them (a part measured at zero has no relative error)."""
+    real = real if real is not None else measured_summary(run)
+    errors = relative_errors(summarize(trusted(replayed.records, run.untimed)), real)
+    if by_part:
+        got, want = part_targets(replayed.engine_time), part_targets(run.engine_time)
+        errors.update({k: (got[k] - v) / v for k, v in want.items() if k in got and v > 0})
+    return errors
 
 
 def _loss(errors: dict[str, float]) -> float:
@@ -271,9 +314,12 @@ def fit_coefficients(
     iters: int = 300,
     samples: int = 48,
     seed: int = 0,
+    by_part: bool = False,
 ) -> tuple[StepCoefficients, dict[str, dict[str, float]]]:
     """Coefficients that make the simulator reproduce the scored `runs`; and each scored run's relative errors
-    after the fit. Unscored runs are replayed for the state they leave (launch by launch, in order).
+    after the fit. Unscored runs are replayed for the state they leave (launch by launch, in order). `by_part`:
+    the TTFT's parts (`PARTS`) of the runs with a measured `engine_time` are matched too, each with the weight of
+    a headline figure (a replay then reads the simulated request intervals around every run).
 
     The objective is not smooth (the scheduler is discrete) and has valleys where one cost stands in for another
     (a slow prefill MFU for a slow launch), so a single Nelder–Mead from the defaults stops in the first one: the
@@ -290,8 +336,8 @@ def fit_coefficients(
     x0 = _encode(start)
 
     def errors_of(coef: StepCoefficients) -> dict[str, dict[str, float]]:
-        sims = simulated_summaries(runs, coef)
-        return {name: relative_errors(sims[name], want) for name, want in real.items()}
+        replayed = replay_all(runs, coef, intervals_only=by_part)
+        return {r.name: run_errors(r, replayed[r.name], by_part, real[r.name]) for r in scored}
 
     def objective(x: np.ndarray) -> float:
         misfit = sum(_loss(errs) for errs in errors_of(_decode(start, x)).values())

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from servetune.metrics.engine_time import HISTOGRAMS
+from servetune.metrics.prometheus import MetricsSnapshot, Sample
 from servetune.sim.scheduler import Scheduler
 
 # vLLM's bucket edges (v1/metrics/loggers.py).
@@ -212,6 +214,37 @@ def _fmt(value: float) -> str:
     return repr(float(value))
 
 
+INTERVALS = {
+    "ttft": "Histogram of time to first token in seconds.",
+    "queue": "Histogram of time spent in WAITING phase for request.",
+    "inference": "Histogram of time spent in RUNNING phase for request.",
+    "prefill": "Histogram of time spent in PREFILL phase for request.",
+    "decode": "Histogram of time spent in DECODE phase for request.",
+}
+"""The request-interval histograms (`ServerStats` field → vLLM's help text; their names: `engine_time.HISTOGRAMS`)."""
+
+
+def _hist_samples(h: Histogram) -> list[tuple[str, str | None, float]]:
+    """A histogram's samples as Prometheus exposes them: (suffix, its `le` edge or None, value)."""
+    out: list[tuple[str, str | None, float]] = []
+    cum = 0
+    for edge, count in zip(h.buckets, h.counts[:-1], strict=True):
+        cum += count
+        out.append(("_bucket", str(float(edge)), cum))
+    return [*out, ("_bucket", "+Inf", h.n), ("_count", None, h.n), ("_sum", None, h.total)]
+
+
+def interval_snapshot(stats: ServerStats, url: str, taken_s: float) -> MetricsSnapshot:
+    """The request-interval histograms as a scrape of `render`'s text reads them, without the text: what the
+    TTFT's split reads (`metrics.engine_time`), for a fit that replays hundreds of runs."""
+    samples = [
+        Sample(name=f"{HISTOGRAMS[key]}{suffix}", labels={"le": le} if le is not None else {}, value=float(value))
+        for key in INTERVALS
+        for suffix, le, value in _hist_samples(getattr(stats, key))
+    ]
+    return MetricsSnapshot(url=url, taken_s=taken_s, samples=samples)
+
+
 def render(stats: ServerStats, scheduler: Scheduler, model_name: str) -> str:
     """The text `GET /metrics` returns."""
     lab = f'engine="0",model_name="{model_name}"'
@@ -226,14 +259,7 @@ def render(stats: ServerStats, scheduler: Scheduler, model_name: str) -> str:
             lines.append(f"{name}{suffix}{{{labels}}} {_fmt(value)}")
 
     def hist(name: str, help_: str, h: Histogram) -> None:
-        samples: list[tuple[str, str, float]] = []
-        cum = 0
-        for edge, count in zip(h.buckets, h.counts[:-1], strict=True):
-            cum += count
-            samples.append(("_bucket", f'le="{float(edge)}"', cum))
-        samples.append(("_bucket", 'le="+Inf"', h.n))
-        samples.append(("_count", "", h.n))
-        samples.append(("_sum", "", h.total))
+        samples = [(suffix, f'le="{le}"' if le is not None else "", v) for suffix, le, v in _hist_samples(h)]
         metric(name, "histogram", help_, samples)
 
     metric(
@@ -292,7 +318,8 @@ def render(stats: ServerStats, scheduler: Scheduler, model_name: str) -> str:
             "Accepted tokens per draft position.",
             [("_total", f'position="{i}"', n) for i, n in enumerate(c.spec_accepted_per_pos)],
         )
-    hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", stats.ttft)
+    for key, help_ in INTERVALS.items():
+        hist(HISTOGRAMS[key], help_, getattr(stats, key))
     hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", stats.itl)
     hist(
         "vllm:request_time_per_output_token_seconds",
@@ -300,14 +327,6 @@ def render(stats: ServerStats, scheduler: Scheduler, model_name: str) -> str:
         stats.tpot,
     )
     hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", stats.e2e)
-    hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", stats.queue)
-    hist(
-        "vllm:request_inference_time_seconds",
-        "Histogram of time spent in RUNNING phase for request.",
-        stats.inference,
-    )
-    hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", stats.prefill)
-    hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", stats.decode)
     hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", stats.iteration_tokens)
     hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", stats.prompt_len)
     hist("vllm:request_generation_tokens", "Number of generation tokens processed.", stats.gen_len)

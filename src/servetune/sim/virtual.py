@@ -37,7 +37,7 @@ from servetune.metrics.prometheus import MetricsSnapshot, parse
 from servetune.metrics.record import ErrorClass, Phase, RequestRecord
 from servetune.sim.engine import SimEngine, StepOutcome
 from servetune.sim.kvcache import block_hashes
-from servetune.sim.metrics import ServerStats, render
+from servetune.sim.metrics import ServerStats, interval_snapshot, render
 from servetune.sim.scheduler import SimRequest
 from servetune.sim.steptime import StepTimeModel
 
@@ -147,15 +147,22 @@ class VirtualServer:
         self._api_free = max(self._api_free, sent) + self._overhead
         return self._api_free
 
-    def snapshot(self, model: str | None = None) -> MetricsSnapshot:
-        """The simulated `/metrics` now, as a scrape reads it (`model`: the served name in its labels)."""
+    def snapshot(self, model: str | None = None, *, intervals_only: bool = False) -> MetricsSnapshot:
+        """The simulated `/metrics` now, as a scrape reads it (`model`: the served name in its labels);
+        `intervals_only`: only the request-interval histograms the TTFT's split reads, taken from the server's
+        counts without the text (`metrics.interval_snapshot`) — a fit that replays hundreds of runs reads only those."""
+        if intervals_only:
+            return interval_snapshot(self.stats, self.deployment.label, self.clock)
         text = render(self.stats, self.engine.scheduler, model or self.deployment.served_name)
         return parse(text, url=self.deployment.label, taken_s=self.clock)
 
-    def engine_time(self, before: MetricsSnapshot, records: Sequence[RequestRecord]) -> EngineTime | None:
+    def engine_time(
+        self, before: MetricsSnapshot, records: Sequence[RequestRecord], *, intervals_only: bool = False
+    ) -> EngineTime | None:
         """The last run's TTFT split from the simulated `/metrics` (`before` it, and now), read as vLLM's is; the
-        running and waiting requests are exact time averages over the run, not samples."""
-        split = engine_time(before, self.snapshot(), records)
+        running and waiting requests are exact time averages over the run, not samples. `intervals_only`: the
+        split's intervals only (see `snapshot`)."""
+        split = engine_time(before, self.snapshot(intervals_only=intervals_only), records)
         occupied = self.occupancy
         if split is None or not occupied.seconds:
             return split
