@@ -87,7 +87,7 @@ def launch_runs(folder: Path, model: str) -> list[MeasuredRun]:
     label = str(folder.relative_to(ROOT))
     runs = []
     for side, point in sides:
-        text = _text(folder / f"{point}.jsonl") or _text(folder / f"{point}.first_chunk.jsonl")
+        text = _text(folder / f"{point}.jsonl")
         if not text or not side.get("shape"):
             continue
         records = [to_record(json.loads(line)) for line in text.splitlines() if line.strip()]

@@ -1,7 +1,6 @@
 """Held-out check of the simulator's TTFT, part by part, on the H200 tuning-table cells of the Qwen3.6-27B hybrid.
 
     .venv/bin/python -m benchmarks.ttft_parts.table_check          # writes TABLE_CHECK.md and table_check.csv
-    .venv/bin/python -m benchmarks.ttft_parts.table_check --import DIR --as NAME   # files one cell of a device tar
 
 Every cell is one launch of real vLLM 0.24.0 on one H200 (`benchmarks/tuning_table`: Qwen3.6-27B shape, dummy
 weights) that ran a warm-up and three probes three times each (`a_tput` closed loop of 128 streams, `b_goodput`
@@ -13,10 +12,8 @@ with their own request lengths and arrivals, both sides summarised by `metrics.s
 campaign (`../device_campaign/profiles/h200_qwen3.6-27b_vllm0.24.0.json`, fitted on five points of another launch,
 H1, on another day: none of these cells) and with the uncalibrated defaults.
 
-Two cells are read where `benchmarks/tuning_table` committed them; the three launches measured after that are
-filed here by `--import` (`data/tuning-table-h200/<cell>`): variant.json, the summaries, vLLM's `/metrics` cut to
-its `vllm:` families (gzip), and every request's record cut to what these figures read — its first chunk time,
-not the later ones, and no text (`<probe>.first_chunk.jsonl.gz`: TTFT, TPOT from the end time, throughput; no ITL).
+Every launch is read where `benchmarks/tuning_table` files it (`data/<variant>/`, a relaunch's in
+`launch_<n>/`): the one owner of the table's measurements.
 
 Errors are (simulated − measured) / measured. The run-to-run spread of a figure is (max − min) / mean of its three
 measured repeats; a probe's error is that of the repeats' means, and an error inside the spread is a tie with the
@@ -51,13 +48,12 @@ ROOT = HERE.parents[1]
 CONFIG = ROOT / "src/servetune/model/configs/qwen3.6-27b/config.json"
 PROFILE = ROOT / "benchmarks/device_campaign/profiles/h200_qwen3.6-27b_vllm0.24.0.json"
 TABLE = ROOT / "benchmarks/tuning_table/data"
-FILED = HERE / "data/tuning-table-h200"
 CELLS = {
     "auto-256": TABLE / "kv-auto_mnbt-8192_mns-256",
     "auto-64": TABLE / "kv-auto_mnbt-8192_mns-64",
-    "fp8-64": FILED / "kv-fp8_mnbt-8192_mns-64",
-    "fp8-256 #1": FILED / "kv-fp8_mnbt-8192_mns-256.1",
-    "fp8-256 #2": FILED / "kv-fp8_mnbt-8192_mns-256.2",
+    "fp8-64": TABLE / "kv-fp8_mnbt-8192_mns-64",
+    "fp8-256 #1": TABLE / "kv-fp8_mnbt-8192_mns-256",
+    "fp8-256 #2": TABLE / "kv-fp8_mnbt-8192_mns-256/launch_2",
 }
 """Each launch (kv-cache dtype, max-num-seqs; max-num-batched-tokens 8192 everywhere) and its folder."""
 PROBES = ("a_tput", "b_goodput", "c_tpot")
@@ -94,11 +90,8 @@ def _text(path: Path) -> str:
 
 
 def _records(folder: Path, probe: str) -> list[RequestRecord]:
-    for name in (f"{probe}.jsonl", f"{probe}.first_chunk.jsonl"):
-        if (folder / name).exists() or (folder / f"{name}.gz").exists():
-            text = _text(folder / name)
-            return [to_record(json.loads(line)) for line in text.splitlines() if line.strip()]
-    raise FileNotFoundError(f"{folder}: no records of {probe}")
+    text = _text(folder / f"{probe}.jsonl")
+    return [to_record(json.loads(line)) for line in text.splitlines() if line.strip()]
 
 
 def pairs_of(folder: Path, calibrated: bool) -> list[tuple[BenchRun, MeasuredRun]]:
@@ -419,41 +412,6 @@ def _csv(v: Any) -> Any:
     return round(v, 3) if isinstance(v, float) else v
 
 
-def import_cell(source: Path, name: str) -> Path:
-    """Files one cell of a device tar (`dc/<variant>/`) under `data/tuning-table-h200/NAME`: what `check` reads,
-    cut to its size (see the module docstring)."""
-    dest = FILED / name
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "variant.json").write_text((source / "variant.json").read_text())
-    for probe in ORDER:
-        (dest / f"{probe}.summary.json").write_text((source / f"{probe}.summary.json").read_text())
-        for when in ("before", "after"):
-            kept = _vllm_families(_text(source / f"{probe}.metrics.{when}.prom"))
-            (dest / f"{probe}.metrics.{when}.prom.gz").write_bytes(gzip.compress(kept.encode(), 9, mtime=0))
-        rows = []
-        for line in _text(source / f"{probe}.jsonl").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            row["chunk_ns"] = row.get("chunk_ns", [])[:1]
-            row.pop("output_text", None)
-            rows.append(json.dumps(row, separators=(",", ":")))
-        text = "\n".join(rows) + "\n"
-        (dest / f"{probe}.first_chunk.jsonl.gz").write_bytes(gzip.compress(text.encode(), 9, mtime=0))
-    return dest
-
-
-def _vllm_families(text: str) -> str:
-    """A Prometheus scrape cut to vLLM's own families (`vllm:...`, with their HELP and TYPE lines)."""
-    kept = []
-    for line in text.splitlines():
-        words = line.split()
-        name = words[2] if line.startswith("#") and len(words) > 2 else line.split("{")[0].split(" ")[0]
-        if name.startswith("vllm:"):
-            kept.append(line)
-    return "\n".join(kept) + "\n"
-
-
 NOTES = """**What it says (calibrated; each figure beside the spread of its 3 repeats).**
 
 - TTFT p50 is within 10% in 3 of 15 probes, within 20% in 8, inside the run-to-run spread in 10: far from the
@@ -490,14 +448,7 @@ NOTES = """**What it says (calibrated; each figure beside the spread of its 3 re
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--import", dest="source", type=Path, help="a cell folder of a device tar (dc/<variant>)")
-    p.add_argument("--as", dest="name", help="its name under data/tuning-table-h200")
-    a = p.parse_args()
-    if a.source is not None:
-        if not a.name:
-            p.error("--import needs --as NAME")
-        print(import_cell(a.source, a.name))
-        return 0
+    p.parse_args()
     results = {version: check(version == "calibrated") for version in VERSIONS}
     write(results, NOTES)
     print(HERE / "TABLE_CHECK.md")
