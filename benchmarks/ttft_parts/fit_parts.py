@@ -225,7 +225,9 @@ def _flat(coef: StepCoefficients) -> dict[str, float]:
     eff = coef.efficiency
     out = {"bandwidth": eff.bandwidth, "mfu_prefill": eff.mfu_prefill, "mfu_decode": eff.mfu_decode}
     out.update(step_overhead_s=eff.step_overhead_s, per_seq_overhead_s=coef.per_seq_overhead_s)
-    out.update(request_overhead_s=coef.request_overhead_s, cpu_step_s=coef.cpu_step_s)
+    out.update(
+        request_overhead_s=coef.request_overhead_s, request_token_s=coef.request_token_s, cpu_step_s=coef.cpu_step_s
+    )
     out["cpu_prefill_step_s"] = coef.cpu_prefill_step_s or 0.0
     return out
 

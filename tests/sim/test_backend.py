@@ -83,7 +83,8 @@ def test_capacity_equals_the_planner(deployment) -> None:
 
 
 # Pinned figures of the step model of issue 11 (CPU launch / GPU pipeline of async scheduling, eager launch cost of
-# steps with prompt tokens, the API server one request at a time; benchmarks/device_campaign/FIDELITY.md "v1"), with
+# steps with prompt tokens, the API server one request at a time, its time per prompt token since 2026-12-03;
+# benchmarks/device_campaign/FIDELITY.md "v1"), with
 # default coefficients: median TTFT (ms), median TPOT (ms), output tok/s, duration (s), preemptions, prefix-cache
 # hit rate, without client timeouts. They move only when the model does (then FIDELITY.md says how). The scheduler
 # is 0.1's: the preemption case preempts more than 0.1's 66 times because the planner's pool is smaller (the
@@ -91,34 +92,34 @@ def test_capacity_equals_the_planner(deployment) -> None:
 # hit rate is 0: a preempted request's re-admission is not a prefix-cache query (vLLM counts it apart, as
 # preempted_queries/preempted_hits), and its prompts are all distinct.
 PINNED = {
-    "plain": (BASE, Workload.synthetic(1024, 128), 16, 64, (1243.998869, 50.0311633, 267.924699, 30.5757552, 0, 0)),
+    "plain": (BASE, Workload.synthetic(1024, 128), 16, 64, (1243.998869, 50.0311633, 267.893297, 30.5793392, 0, 0)),
     "prefix": (
         [*BASE, "--enable-prefix-caching"],
         Workload.shared_prefix(4000, 2000, 16),
         4,
         40,
-        (1549.393473, 146.8485224, 16.627971, 38.4893622, 0, 0.5096),
+        (2059.648888, 114.2186635, 16.538481, 38.69763, 0, 0.5096),
     ),
     "preemption": (
         BASE,
         Workload.synthetic(32768, 4096),
         64,
         64,
-        (314062.472473, 137.0708441, 251.0168878, 1044.3281419, 81, 0),
+        (314177.160473, 137.0708441, 250.989324, 1044.4428299, 81, 0),
     ),
     "max-num-seqs": (
         [*BASE, "--max-num-seqs", "8"],
         Workload.synthetic(512, 64),
         32,
         64,
-        (8552.4447045, 36.5951035, 188.386927, 21.7424853, 0, 0),
+        (8552.444704, 36.5951035, 188.371402, 21.7442773, 0, 0),
     ),
     "mtp": (
         [*BASE, "--speculative-config", '{"method":"mtp","num_speculative_tokens":2}', "--acceptance-rate", "0.8"],
         Workload.synthetic(1024, 256),
         1,
         4,
-        (353.615614, 9.7816984, 91.2018479, 11.2278427, 0, 0),
+        (357.199614, 9.7816984, 91.085548, 11.2421787, 0, 0),
     ),
 }
 

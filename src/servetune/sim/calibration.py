@@ -47,6 +47,7 @@ FITTED = (
     "step_overhead_s",
     "per_seq_overhead_s",
     "request_overhead_s",
+    "request_token_s",
     "cpu_step_s",
     "cpu_prefill_step_s",
 )
@@ -59,8 +60,9 @@ TARGETS = ("ttft_p50_s", "tpot_p50_s", "output_throughput")
 PARTS = ("prefill_ms", "wait_ms")
 """The parts of the mean TTFT a fit by part matches too, from the engine's split (`metrics.engine_time`): the
 prefill part (first scheduled → first token) and the wait before it (vLLM's TTFT − prefill: the engine core's
-queue and the API server's part together — the two sides stamp the hand-over between them differently: vLLM when
-the engine core's loop takes a request in, after the step it arrived during; the simulator on arrival)."""
+queue and the API server's part together). Both sides stamp the hand-over between the two where vLLM does (the
+engine core's loop taking the request in, after the step it arrived during: `SimEngine.step`'s `taken_in`), but
+a request arriving near a step's end lands on either side of it by a step's length, so the fit matches their sum."""
 _NO_TIMEOUTS = Timeouts(first_token_s=math.inf, inter_token_s=math.inf, request_s=math.inf)
 """A replay never times out: the measured requests did not, and a fit's trial coefficients must not turn a slow
 guess into failed requests (the objective would jump)."""

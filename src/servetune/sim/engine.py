@@ -36,11 +36,14 @@ from servetune.sim.steptime import StepTimeModel
 class StepOutcome:
     """One call of `SimEngine.step`: the step planned now, how long until the next planning (simulated seconds),
     and the tokens delivered at that moment (this step's own without async scheduling, the previous step's with
-    it)."""
+    it). `taken_in`: the requests this planning took in (those submitted since the last one): vLLM's engine-core
+    loop takes its input queue in between steps and stamps a request QUEUED then, so a request's queue interval
+    starts at the planning that took it in."""
 
     plan: StepPlan
     duration: float
     events: list[TokenEvent]
+    taken_in: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,7 @@ class SimEngine:
     def step(self) -> StepOutcome:
         """Plans and prices the next step, applies its outcome to the scheduler, and says how long until the next
         planning and which tokens are delivered then. Raises when work exists but nothing can ever run."""
+        taken_in = tuple(req.request_id for req in self._inbox)
         for req in self._inbox:
             self.scheduler.add(req)
         self._inbox = []
@@ -104,7 +108,7 @@ class SimEngine:
         if plan.empty:
             if flight is not None:  # nothing new to launch: the step in flight finishes and delivers
                 self._in_flight = None
-                return StepOutcome(plan, flight.gpu_end, flight.events)
+                return StepOutcome(plan, flight.gpu_end, flight.events, taken_in)
             if not self.scheduler.running and self.scheduler.waiting:
                 head = self.scheduler.waiting[0]
                 raise ServetuneError(
@@ -113,17 +117,17 @@ class SimEngine:
                     "lower max_model_len or give the KV cache more memory (gpu-memory-utilization, TP)",
                 )
             self.num_steps += 1
-            return StepOutcome(plan, 0.0, [])
+            return StepOutcome(plan, 0.0, [], taken_in)
         cpu, gpu = self.timing.cpu_time(plan), self.timing.gpu_time(plan)
         events = self.scheduler.finish_step(plan)
         self.num_steps += 1
         if not self.limits.async_scheduling:
-            return StepOutcome(plan, cpu + gpu, events)
+            return StepOutcome(plan, cpu + gpu, events, taken_in)
         before = flight.gpu_end if flight is not None else 0.0
         gpu_end = max(before + gpu, cpu)
         duration = max(before, cpu)  # the next planning: this step launched and the one before done
         self._in_flight = _InFlight(gpu_end - duration, events)
-        return StepOutcome(plan, duration, flight.events if flight is not None else [])
+        return StepOutcome(plan, duration, flight.events if flight is not None else [], taken_in)
 
     def fast_forward(self, steps: int, horizon_s: float) -> list[float]:
         """Applies up to `steps` quiet decode steps (see `Scheduler.quiet_decode_steps`) in one go and returns when

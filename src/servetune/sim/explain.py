@@ -5,9 +5,11 @@ A request's time to first token in the simulated vLLM splits exactly into consec
 
 - API server: from the send until the engine has it (parsing and tokenizing, one request at a time, so a burst
   queues here);
-- queue: until the first step that carries its prompt is planned (async scheduling plans a step while the one
-  before runs, so a request arriving mid-step waits for the next planning; a full token budget, max_num_seqs or
-  the KV pool push it further);
+- engine's loop: until the engine's loop takes it in at the next planning (async scheduling plans a step while
+  the one before runs, so a request arriving mid-step waits for it; vLLM counts this in its API-server part: it
+  stamps a request QUEUED when its loop takes it in);
+- queue: until the first step that carries its prompt is planned (a full token budget, max_num_seqs or the KV pool
+  push it there);
 - prefill steps and mixed steps: the steps that carry its prompt chunks, alone with other prompts or together
   with other requests' decodes (each lasts its GPU work or its launch, whichever is longer: `engine.py`);
 - between its chunks: steps of a chunked prompt that did not carry it (the budget went to others);
@@ -31,6 +33,7 @@ from servetune.sim.virtual import RunTrace
 
 PARTS = (
     ("api_ms", "API server (parse + tokenize, one request at a time)"),
+    ("loop_ms", "engine's loop (the rest of the step it arrived during)"),
     ("queue_ms", "queue (until a step takes it)"),
     ("prefill_ms", "prefill steps (prompt chunks, no decodes)"),
     ("mixed_ms", "mixed steps (its prompt chunks + other requests' decodes)"),
@@ -49,6 +52,7 @@ class TTFTBreakdown(BaseModel):
     ttft_mean_ms: float
     ttft_p50_ms: float
     api_ms: float
+    loop_ms: float
     queue_ms: float
     prefill_ms: float
     mixed_ms: float
@@ -103,12 +107,13 @@ def explain_ttft(trace: RunTrace, records: list[RequestRecord], cls: str | None 
         rid = by_key[(r.index, r.turn)]
         steps = carried[rid]  # never empty: a prefix hit stops a token short of the prompt (scheduler.py)
         sent, first = r.sent_ns / 1e9, r.chunk_ns[0] / 1e9
-        arrived = trace.arrived[rid]
+        arrived, taken_in = trace.arrived[rid], trace.taken_in[rid]
         prefill = sum(d for _, d, dec, _ in steps if not dec)
         mixed = sum(d for _, d, dec, _ in steps if dec)
         end = steps[-1][0] + steps[-1][1]
         parts["api_ms"].append(arrived - sent)
-        parts["queue_ms"].append(steps[0][0] - arrived)
+        parts["loop_ms"].append(taken_in - arrived)
+        parts["queue_ms"].append(steps[0][0] - taken_in)
         parts["prefill_ms"].append(prefill)
         parts["mixed_ms"].append(mixed)
         parts["between_ms"].append(max(0.0, end - steps[0][0] - prefill - mixed))  # exact up to rounding

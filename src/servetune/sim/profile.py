@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servetune.errors import ServetuneError
 from servetune.sim.steptime import StepCoefficients
@@ -36,6 +37,16 @@ class CalibrationProfile(BaseModel):
         default_factory=dict, description="Per fitted run: relative error of each target after the fit."
     )
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fitted_without_later_terms(cls, data: Any) -> Any:
+        """A profile fitted before the API server's time per prompt token was a coefficient (2026-12-03) keeps the
+        predictions it was fitted with: its `request_overhead_s` already holds its prompts' share, so the new term
+        is 0 there, not the planning default (which would count the prompts twice)."""
+        if isinstance(data, dict) and isinstance(data.get("coefficients"), dict):
+            data = {**data, "coefficients": {"request_token_s": 0.0, **data["coefficients"]}}
+        return data
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.model_dump_json(indent=2) + "\n")

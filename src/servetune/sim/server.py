@@ -44,8 +44,8 @@ class _Live:
     first: float | None = None
     last: float | None = None
     chunks: int = 0
-    submitted: float | None = None
-    """When the engine got it (after the API server's parsing)."""
+    queued: float | None = None
+    """When the engine's loop took it in: the first step planned after it was submitted (vLLM's QUEUED stamp)."""
     scheduled: float | None = None
     cached_tokens: int = 0
 
@@ -93,6 +93,10 @@ class SimServer:
                 if live:
                     live.queue.put_nowait((0, "abort"))
                 continue
+            for rid in outcome.taken_in:
+                live = self.live.get(rid)
+                if live is not None:
+                    live.queued = start
             for s in outcome.plan.scheduled:
                 live = self.live.get(s.request.request_id)
                 if live and live.scheduled is None:
@@ -130,7 +134,7 @@ class SimServer:
             e2e_s=(now - live.arrived) * scale,
             decode_s=None if live.first is None else (now - live.first) * scale,
             tokens=live.chunks,
-            queue_s=None if live.scheduled is None else (live.scheduled - (live.submitted or live.arrived)) * scale,
+            queue_s=None if live.scheduled is None else (live.scheduled - (live.queued or live.arrived)) * scale,
             prompt_tokens=live.prompt_tokens,
             prefill_s=None if live.scheduled is None or live.first is None else (live.first - live.scheduled) * scale,
         )
@@ -217,14 +221,13 @@ class SimServer:
         loop = asyncio.get_running_loop()
         live = _Live(asyncio.Queue(), loop.time(), len(ids))
         self.live[rid] = live
-        overhead = self.dep.timing.coef.request_overhead_s / self.dep.args.time_scale
+        overhead = self.dep.timing.api_time(len(ids)) / self.dep.args.time_scale
         try:
             if overhead:
                 async with self._api:  # the API server parses and tokenizes one request at a time
                     await asyncio.sleep(overhead)
             req = SimRequest(rid, len(ids), max_tokens, block_hashes(ids, self.dep.limits.block_size))
             self._reqs[rid] = req
-            live.submitted = loop.time()
             self.engine.submit(req)
             self._wake.set()
             if body.get("stream"):

@@ -12,9 +12,10 @@ for 512 tokens; benchmarks/device_campaign/FIDELITY.md), which is why a step tha
 batch of decodes is several times a decode step. How the two overlap is the engine's business (`engine.py`:
 with async scheduling the CPU prepares step k+1 while the GPU runs step k).
 
-The API server adds `request_overhead_s` per request before the engine sees it (parsing, tokenization), one
-request at a time (`virtual.py`, `server.py`). `servetune calibrate` fits every coefficient on measured runs
-(`calibration.py`); the defaults are planning values.
+The API server adds `request_overhead_s` per request and `request_token_s` per prompt token before the engine sees
+it (parsing, tokenization: vLLM's API-server part of TTFT grows with the prompt), one request at a time
+(`virtual.py`, `server.py`). `servetune calibrate` fits every coefficient on measured runs (`calibration.py`); the
+defaults are planning values.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from servetune.hardware.catalog import GPUSpec
 from servetune.plan.roofline import Efficiency, ModelCosts, step_time
 from servetune.sim.scheduler import StepPlan
 
+REQUEST_TOKEN_S = 3.5e-6
+"""The default API-server time per prompt token: vLLM 0.24.0's API-server part of TTFT (its TTFT − queue − prefill) for
+one request alone on an H200 grew from 7.8 to 62.3 ms between a 1,024- and a 16,384-token prompt on the hybrid
+Qwen3.6-27B shape (3.5 µs a token) and from 7.3 to 69.7 ms on the Qwen3-30B-A3B shape (4.1 µs):
+benchmarks/device_campaign/data/H1 and M1, `decode_c1` against `prefill_16k`. A planning value; a calibration
+profile fits its own."""
+
 
 class StepCoefficients(BaseModel):
     """The calibratable part of the step-time model (one set per GPU + model + engine version)."""
@@ -36,6 +44,9 @@ class StepCoefficients(BaseModel):
     efficiency: Efficiency = Field(default_factory=Efficiency, description="The planner's roofline fractions.")
     per_seq_overhead_s: float = Field(2e-5, ge=0, description="GPU cost per scheduled sequence per step.")
     request_overhead_s: float = Field(0.003, ge=0, description="API-server time per request, before scheduling.")
+    request_token_s: float = Field(
+        REQUEST_TOKEN_S, ge=0, description="API-server time per prompt token (tokenization), before scheduling."
+    )
     cpu_step_s: float = Field(0.001, ge=0, description="CPU time to schedule, prepare and launch a step.")
     cpu_prefill_step_s: float | None = Field(
         None,
@@ -87,6 +98,10 @@ class StepTimeModel:
             eff=self.coef.efficiency,
         )
         return t.seconds + self.coef.per_seq_overhead_s * len(plan.scheduled)
+
+    def api_time(self, prompt_tokens: int) -> float:
+        """Seconds the API server spends on one request before the engine sees it (parsing, tokenizing)."""
+        return self.coef.request_overhead_s + self.coef.request_token_s * prompt_tokens
 
     def cpu_time(self, plan: StepPlan) -> float:
         """Seconds the engine's CPU spends scheduling, preparing and launching the step."""

@@ -6,12 +6,14 @@ counters), its `/metrics` figures and its clock carry over from one run to the n
 by the same rule (`load.shape.Phaser`): a closed loop of `concurrency` conversations (each worker starts the
 next one when its conversation ends), or open-loop arrivals at the live runner's times (`LoadShape.arrivals`),
 at most `max_concurrency` in flight; a conversation's turns follow each other's answers. A request reaches the
-scheduler once the API server has parsed and tokenized it (`request_overhead_s`, one request at a time), its tokens
-reach the client when the engine delivers them (`engine.py`: with async scheduling, after the next step is
-launched). The client's first-token and whole-request timeouts apply
-(the inter-token one does not: it would cost a deadline per token, and a simulated step never stalls for two
-minutes). As in the live runner, the warm-up and cool-down conversations still in flight when the last measured
-one ends are dropped unrecorded (and aborted in the engine).
+scheduler once the API server has parsed and tokenized it (`StepTimeModel.api_time`, one request at a time), its
+tokens reach the client when the engine delivers them (`engine.py`: with async scheduling, after the next step is
+launched). The engine takes requests in between steps, as vLLM's engine-core loop does: a request's queue interval
+in the simulated `/metrics` starts at the first step planned after it arrived, so a request that arrives during a
+step counts the rest of that step in the API server's part of TTFT, where vLLM counts it. The client's first-token
+and whole-request timeouts apply (the inter-token one does not: it would cost a deadline per token, and a
+simulated step never stalls for two minutes). As in the live runner, the warm-up and cool-down conversations
+still in flight when the last measured one ends are dropped unrecorded (and aborted in the engine).
 
 Requests are described by length (`VirtualTurn`): token ids for text prompts, or segments of content for
 synthetic ones (`(key, tokens)`: equal keys stand for equal text), hashed block by block so that a shared
@@ -139,12 +141,12 @@ class VirtualServer:
         self.occupancy = Occupied()
         """The last run's (`run` starts a new one)."""
         self._api_free = 0.0
-        self._overhead = timing.coef.request_overhead_s
+        self._timing = timing
 
-    def parsed(self, sent: float) -> float:
-        """When the API server has parsed and tokenized a request sent at `sent`: it takes one request at a time,
-        `request_overhead_s` each, so a burst reaches the engine spread out."""
-        self._api_free = max(self._api_free, sent) + self._overhead
+    def parsed(self, sent: float, prompt_tokens: int) -> float:
+        """When the API server has parsed and tokenized a request of `prompt_tokens` sent at `sent`: it takes one
+        request at a time (`StepTimeModel.api_time` each), so a burst reaches the engine spread out."""
+        self._api_free = max(self._api_free, sent) + self._timing.api_time(prompt_tokens)
         return self._api_free
 
     def snapshot(self, model: str | None = None, *, intervals_only: bool = False) -> MetricsSnapshot:
@@ -185,12 +187,13 @@ class VirtualServer:
 @dataclass
 class RunTrace:
     """What a run did step by step, for explaining a request's TTFT (`sim/explain.py`): each request's
-    (conversation index, turn) and the moment the engine got it, and every planned step that carried prompt
-    tokens: when it was planned, how long until the next planning, how many requests it also decoded, and whose
-    prompt chunks it carried (request id -> tokens)."""
+    (conversation index, turn), the moment the engine got it and the moment its loop took it in (the next
+    planning), and every planned step that carried prompt tokens: when it was planned, how long until the next
+    planning, how many requests it also decoded, and whose prompt chunks it carried (request id -> tokens)."""
 
     requests: dict[str, tuple[int, int]] = field(default_factory=dict)
     arrived: dict[str, float] = field(default_factory=dict)
+    taken_in: dict[str, float] = field(default_factory=dict)
     steps: list[tuple[float, float, int, dict[str, int]]] = field(default_factory=list)
     """(planned at, seconds to the next planning, decodes in it, prompt tokens per request id)."""
 
@@ -216,6 +219,8 @@ class _Flight:
     tokens: int = 0
     arrived: float | None = None
     """When the engine got it (after the API server)."""
+    queued: float | None = None
+    """When the engine's loop took it in: the first step planned after it arrived (vLLM's QUEUED stamp)."""
     first_scheduled: float | None = None
 
 
@@ -359,6 +364,12 @@ class _Run:
             flight = self.flights.pop(head.request_id)
             self._failed(flight, start, ErrorClass.ERROR_EVENT, err.problem)
             return
+        for rid in outcome.taken_in:
+            taken = self.flights.get(rid)
+            if taken is not None:
+                taken.queued = start
+                if self.trace is not None:
+                    self.trace.taken_in[rid] = start
         if outcome.plan.empty and not outcome.events:
             self.empty_steps += 1
             if self.empty_steps > MAX_EMPTY_STEPS:
@@ -454,10 +465,10 @@ class _Run:
             self.rejections += 1
             if self.rejections > MAX_INSTANT_REJECTIONS:
                 raise ServetuneError(f"every request is rejected by the simulated server: {problem}", _REJECT_FIX)
-            self._push(self.server.parsed(t), _REJECT, (flight, problem))  # the API server answers after parsing it
+            self._push(self.server.parsed(t, turn.prompt_tokens), _REJECT, (flight, problem))  # answered once parsed
             return
         self.flights[flight.rid] = flight
-        self._push(self.server.parsed(t), _ARRIVE, flight.rid)
+        self._push(self.server.parsed(t, turn.prompt_tokens), _ARRIVE, flight.rid)
         if math.isfinite(self.first_s):
             self._push(t + self.first_s, _FIRST_DEADLINE, flight.rid)
         if math.isfinite(self.whole_s):
@@ -498,7 +509,7 @@ class _Run:
             e2e_s=t - flight.sent,
             decode_s=t - first,
             tokens=flight.tokens,
-            queue_s=None if scheduled is None else scheduled - (flight.arrived or flight.sent),
+            queue_s=None if scheduled is None else scheduled - (flight.queued or flight.arrived or flight.sent),
             prompt_tokens=turn.prompt_tokens,
             prefill_s=None if scheduled is None else first - scheduled,
         )
