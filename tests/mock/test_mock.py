@@ -69,6 +69,8 @@ def test_bench_cli_against_a_closed_port_is_a_user_error() -> None:
 
 
 def test_bench_cli_end_to_end(tmp_path) -> None:
+    """`--accept-warnings`: on a starved machine the client's own lateness is a validity warning (bench's exit 1),
+    which is not what this test is about (CI under a CPU hog, 2026-12-03)."""
     server = subprocess.Popen([sys.executable, "-m", "servetune", "mock-server", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"],
                               stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
@@ -76,7 +78,7 @@ def test_bench_cli_end_to_end(tmp_path) -> None:
         url = line.split()[4]
         out = tmp_path / "run.json"
         proc = subprocess.run([sys.executable, "-m", "servetune", "bench", "--url", url, "--model", "mock", "--concurrency", "2",
-                               "--requests", "6", "--output-tokens", "5", "--no-progress", "--json", str(out),
+                               "--requests", "6", "--output-tokens", "5", "--no-progress", "--accept-warnings", "--json", str(out),
                                "--jsonl", str(tmp_path / "r.jsonl"), "--csv", str(tmp_path / "r.csv")],
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert proc.returncode == 0, proc.stderr

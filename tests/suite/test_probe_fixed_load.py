@@ -39,7 +39,9 @@ def test_poisson_arrivals_and_goodput_per_request_on_llamacpp(llama_server: Any,
     f = loose.figures
     assert loose.ok and loose.requests == 12 and loose.failed_requests == 0, loose
     assert f["goodput_rps"] == pytest.approx(f["request_rps"]), "every request meets a one-minute bound"
-    assert f["ttft_p99_ms"] >= f["ttft_p50_ms"] > 0 and f["tpot_p50_ms"] > 0 and f["output_tok_s"] > 0
+    # TPOT may be 0: the tiny model decodes 16 tokens in a few ms, and on a starved machine (CI under a CPU hog) the
+    # client reads a whole answer after its first token at one instant — what the client saw, as vLLM's bench would.
+    assert f["ttft_p99_ms"] >= f["ttft_p50_ms"] > 0 and f["tpot_p50_ms"] >= 0 and f["output_tok_s"] > 0
     impossible = _run(backend, 2, **common, goodput={"ttft_ms": 0.001})
     assert impossible.figures["goodput_rps"] == 0.0, "no first token comes within a microsecond"
     closed = _run(backend, 3, concurrency=2, requests=6, warmup_requests=2, input_tokens=64, output_tokens=16)
